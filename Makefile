@@ -1,0 +1,63 @@
+# ragsweep — `make help` lists every target.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+RAGSWEEP := $(VENV)/bin/ragsweep
+STAMP := $(VENV)/.installed
+
+ARMS ?= fusion
+EXECUTOR ?= local
+WORKERS ?= $(shell nproc)
+BUDGET ?= 200
+SEED ?= 20260812
+VAR ?= var
+SYNTH_FULL := $(VAR)/synthetic/full-$(SEED)
+SYNTH := $(VAR)/synthetic/budget-$(BUDGET)-$(SEED)
+STATE := $(VAR)/states/default-$(BUDGET)-$(SEED)
+QMSUM ?= $(VAR)/corpora/qmsum
+
+.DEFAULT_GOAL := help
+.PHONY: help setup test lint sweep state synth bench clean
+
+help: ## list every target
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 2; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[eval,embed,dev]'
+	touch $(STAMP)
+
+setup: $(STAMP) ## create .venv and install ragsweep with its eval, embed and dev extras
+
+test: $(STAMP) ## run the test suite (starts what it needs; no network)
+	$(PY) -m pytest -q
+
+lint: $(STAMP) ## ruff and mypy
+	$(VENV)/bin/ruff check harness jobs tests benchmarks
+	$(VENV)/bin/mypy
+
+$(SYNTH_FULL)/corpus.json: | $(STAMP)
+	$(RAGSWEEP) synth generate --seed $(SEED) --meetings 2000 --out $(SYNTH_FULL) --force
+
+$(SYNTH)/corpus.json: $(SYNTH_FULL)/corpus.json
+	$(RAGSWEEP) synth select --from $(SYNTH_FULL) --budget $(BUDGET) --out $(SYNTH) --force
+
+synth: $(SYNTH)/corpus.json ## generate the default synthetic corpus and select the budget (BUDGET=200)
+
+$(STATE)/state.json: $(SYNTH)/corpus.json
+	$(RAGSWEEP) state build --corpus synthetic=$(SYNTH) $(if $(wildcard $(QMSUM)/LICENSE),--corpus qmsum=$(QMSUM)) --out $(STATE) --force
+
+state: $(STATE)/state.json ## build the default corpus state (synthetic, plus QMSum when fetched into var/corpora/qmsum)
+
+sweep: $(STATE)/state.json ## run the ARMS family (fusion|budget|pool|all) over the default state and collect
+	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor $(EXECUTOR) --workers $(WORKERS) --out $(VAR)/sweeps
+
+bench: $(STAMP) ## benchmarks: synthetic generation, index build vs raw encode, retrieval latency
+	$(PY) benchmarks/bench_synthetic.py
+	$(PY) benchmarks/bench_index.py --state $(STATE)
+
+clean: ## remove generated corpora, states and sweeps (keeps .venv)
+	rm -rf $(VAR)

@@ -1,0 +1,3 @@
+"""ragsweep: retrieval evaluation for meeting-transcript RAG systems."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,70 @@
+"""The ``ragsweep`` command: one sub-command per stage, registered from a table.
+
+Each sub-command lives in ``harness.commands`` (the one layer allowed to import every
+stage) and exposes ``register(subparsers)``.
+Modules named here must not import heavy libraries at import time, so that
+``ragsweep --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from harness import __version__
+from harness.errors import EXIT_INTERNAL, HarnessError
+
+# name -> module that defines it (registration order is the order --help prints)
+COMMANDS: dict[str, str] = {
+    "corpus": "harness.commands.corpus",
+    "synth": "harness.commands.synth",
+    "score": "harness.commands.score",
+    "bench": "harness.commands.bench",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ragsweep",
+        description="Measure whether a retrieval change finds the right evidence in meeting transcripts.",
+        epilog="Exit codes: 0 ok, 1 internal error, 2 usage, 3 refused to write results, "
+        "4 invalid input data, 5 integrity, 6 licence, 7 validation.",
+    )
+    parser.add_argument("--version", action="version", version=f"ragsweep {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in COMMANDS.values():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if e.name != module_name:
+                raise
+            continue  # a stage not built yet
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except HarnessError as e:
+        print(f"ragsweep: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("ragsweep: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # noqa: BLE001 - the last line of defence prints one line, not a trace
+        print(f"ragsweep: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""CLI sub-commands: thin parsers that call the stages."""

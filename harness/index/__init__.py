@@ -1,0 +1,1 @@
+"""Index stage: chunking, embedding text, digests, search backends, provenance."""

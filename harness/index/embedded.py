@@ -1,0 +1,232 @@
+"""The embedded search backend: tantivy BM25 + exact dense kNN over a memory-mapped matrix.
+
+It stands in for OpenSearch hybrid search, so it mirrors its choices:
+
+* BM25 leg: Lucene-style BM25 (tantivy) over ``content`` and ``title`` (English
+  stemming), scores summed across the two fields like a ``multi_match`` of type
+  ``most_fields``; the chunk plane only (``doc_type`` chunk).
+* Vector leg: exact cosine over L2-normalised float32 vectors, scored
+  ``(1 + cos) / 2`` as OpenSearch's Lucene engine scores ``cosinesimil``.
+* An exact, unstemmed ``content_exact`` field with positions for phrase matching, and a
+  terms aggregation on ``file_uuid`` for the answers engine.
+
+Layout of an index folder: ``meta.json``, ``docs.jsonl`` (one document per row, row
+order = vector row order), ``vectors-{mode}.f32`` (rows x dimension float32) per
+embedding-text mode, and ``tantivy/``. Built once, then opened read-only by any number
+of processes at once. The writer runs single-threaded so segment layout — and with it
+the order of equal BM25 scores — is the same on every build.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.errors import IntegrityError, InputDataError, UsageError
+from harness.index.documents import EmbeddingTextMode, IndexDoc, embedding_text
+from harness.index.embed import Embedder
+
+INDEX_VERSION = 1
+_QUERY_SAFE = re.compile(r"[^\w]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class LegHit:
+    row: int
+    score: float
+
+
+def _schema() -> Any:
+    import tantivy
+
+    b = tantivy.SchemaBuilder()
+    b.add_integer_field("row", stored=True, indexed=True, fast=True)
+    b.add_text_field("file_uuid", stored=False, tokenizer_name="raw", fast=True)
+    b.add_text_field("doc_type", stored=False, tokenizer_name="raw", fast=True)
+    b.add_text_field("speaker", stored=False, tokenizer_name="raw")
+    b.add_text_field("title", stored=False, tokenizer_name="en_stem")
+    b.add_text_field("content", stored=False, tokenizer_name="en_stem")
+    b.add_text_field("content_exact", stored=False, tokenizer_name="default", index_option="position")
+    return b.build()
+
+
+def build_index(
+    out_dir: Path,
+    docs: Sequence[IndexDoc],
+    embedders: dict[EmbeddingTextMode, Embedder],
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+    encode_batch: int = 4096,
+) -> dict[str, Any]:
+    """Write a complete index folder (to a temporary sibling, renamed at the end)."""
+    import tantivy
+
+    if out_dir.exists():
+        raise UsageError(f"{out_dir} already exists; remove it or build into a new state")
+    tmp = out_dir.with_name(out_dir.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "tantivy").mkdir(parents=True)
+    try:
+        embedding_block: dict[str, Any] = {}
+        for mode, embedder in sorted(embedders.items()):
+            texts = [embedding_text(d, mode) for d in docs]
+            matrix = np.lib.format.open_memmap(  # type: ignore[no-untyped-call]
+                tmp / f"vectors-{mode}.npy", mode="w+", dtype=np.float32, shape=(len(docs), embedder.dimension)
+            )
+            for lo in range(0, len(texts), encode_batch):
+                matrix[lo:lo + encode_batch] = embedder.encode(texts[lo:lo + encode_batch])
+                if progress:
+                    progress(f"embedding ({mode})", min(lo + encode_batch, len(texts)), len(texts))
+            matrix.flush()
+            del matrix
+            embedding_block[mode] = {"model": embedder.identity, "dimension": embedder.dimension,
+                                     "file": f"vectors-{mode}.npy"}
+        index = tantivy.Index(_schema(), path=str(tmp / "tantivy"))
+        writer = index.writer(heap_size=128_000_000, num_threads=1)
+        with (tmp / "docs.jsonl").open("w", encoding="utf-8", newline="\n") as fh:
+            for row, doc in enumerate(docs):
+                record = {**asdict(doc), "row": row,
+                          "embedding_model": {mode: e.identity for mode, e in sorted(embedders.items())}}
+                fh.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+                writer.add_document(tantivy.Document(
+                    row=row, file_uuid=doc.file_uuid, doc_type=doc.doc_type, speaker=doc.speaker or "",
+                    title=doc.title, content=doc.content, content_exact=doc.content,
+                ))
+        writer.commit()
+        writer.wait_merging_threads()
+        meta = {
+            "_meta": {"version": INDEX_VERSION},
+            "documents": len(docs),
+            "chunk_documents": sum(1 for d in docs if d.doc_type == "chunk"),
+            "digest_documents": sum(1 for d in docs if d.doc_type == "digest"),
+            "files": len({d.file_uuid for d in docs}),
+            "embedding": embedding_block,
+            "backend": {"name": "embedded", "bm25": f"tantivy {tantivy.__version__}",
+                        "vector": "exact cosine, score (1+cos)/2, float32"},
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return meta
+
+
+class EmbeddedIndex:
+    """A built index, opened read-only."""
+
+    def __init__(self, path: Path) -> None:
+        import tantivy
+
+        meta_path = path / "meta.json"
+        if not meta_path.is_file():
+            raise IntegrityError(f"{path}: not an index folder (no meta.json); build the state first")
+        self.path = path
+        self.meta: dict[str, Any] = json.loads(meta_path.read_text(encoding="utf-8"))
+        if self.meta["_meta"]["version"] != INDEX_VERSION:
+            raise IntegrityError(f"{path}: index version {self.meta['_meta']['version']} != {INDEX_VERSION}")
+        self.docs: list[dict[str, Any]] = []
+        with (path / "docs.jsonl").open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh, start=1):
+                try:
+                    self.docs.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise InputDataError(f"{path / 'docs.jsonl'}:{n}: {e.msg}") from e
+        if len(self.docs) != self.meta["documents"]:
+            raise IntegrityError(f"{path}: docs.jsonl has {len(self.docs)} rows, meta says {self.meta['documents']}")
+        self._index = tantivy.Index.open(str(path / "tantivy"))
+        self._searcher = self._index.searcher()
+        self._vectors: dict[str, np.ndarray] = {}
+        files = sorted({d["file_uuid"] for d in self.docs})
+        self.file_ids = {f: i for i, f in enumerate(files)}
+        self._row_file = np.array([self.file_ids[d["file_uuid"]] for d in self.docs], dtype=np.int32)
+        self._row_is_chunk = np.array([d["doc_type"] == "chunk" for d in self.docs], dtype=bool)
+
+    # -- documents ---------------------------------------------------------------------------
+    def vectors(self, mode: EmbeddingTextMode) -> np.ndarray:
+        if mode not in self.meta["embedding"]:
+            raise UsageError(
+                f"{self.path}: no vectors for embedding_text {mode!r} (built: {', '.join(self.meta['embedding'])}); "
+                f"rebuild the state with --embedding-text {mode}"
+            )
+        if mode not in self._vectors:
+            self._vectors[mode] = np.load(self.path / self.meta["embedding"][mode]["file"], mmap_mode="r")
+        return self._vectors[mode]
+
+    def num_docs(self) -> int:
+        return int(self._searcher.num_docs)
+
+    # -- legs ----------------------------------------------------------------------------
+    def _filter_query(self, doc_type: str, file_uuids: Sequence[str] | None, speaker: str | None) -> list[Any]:
+        import tantivy
+
+        schema = self._index.schema
+        clauses = [(tantivy.Occur.Must, tantivy.Query.term_query(schema, "doc_type", doc_type))]
+        if file_uuids is not None:
+            clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(schema, "file_uuid", list(file_uuids))))
+        if speaker is not None:
+            clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "speaker", speaker)))
+        return clauses
+
+    def bm25(self, text: str, k: int, *, doc_type: str = "chunk", file_uuids: Sequence[str] | None = None,
+             speaker: str | None = None) -> list[LegHit]:
+        import tantivy
+
+        cleaned = _QUERY_SAFE.sub(" ", text).strip()
+        if not cleaned or k < 1:
+            return []
+        text_query = self._index.parse_query(cleaned, ["content", "title"])
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, text_query), *self._filter_query(doc_type, file_uuids, speaker)]
+        )
+        result = self._searcher.search(query, limit=k, count=False)
+        hits = [LegHit(row=int(self._searcher.doc(addr)["row"][0]), score=float(score)) for score, addr in result.hits]
+        return sorted(hits, key=lambda h: (-h.score, h.row))
+
+    def knn(self, query_vector: np.ndarray, k: int, *, mode: EmbeddingTextMode, doc_type: str = "chunk",
+            file_uuids: Sequence[str] | None = None, speaker: str | None = None) -> list[LegHit]:
+        matrix = self.vectors(mode)
+        mask = self._row_is_chunk if doc_type == "chunk" else ~self._row_is_chunk
+        if file_uuids is not None:
+            wanted = [self.file_ids[f] for f in file_uuids if f in self.file_ids]
+            mask = mask & np.isin(self._row_file, np.array(wanted, dtype=np.int32))
+        if speaker is not None:
+            mask = mask & np.array([d["speaker"] == speaker for d in self.docs], dtype=bool)
+        rows = np.flatnonzero(mask)
+        if rows.size == 0 or k < 1:
+            return []
+        cos = matrix[rows] @ query_vector.astype(np.float32)
+        scores = (1.0 + cos.astype(np.float64)) / 2.0
+        take = min(k, rows.size)
+        top = np.argpartition(-scores, take - 1)[:take] if take < rows.size else np.arange(rows.size)
+        order = sorted(top.tolist(), key=lambda i: (-scores[i], int(rows[i])))
+        return [LegHit(row=int(rows[i]), score=float(scores[i])) for i in order]
+
+    # -- aggregations (answers engine) ----------------------------------------------------------
+    def phrase_file_buckets(self, phrase: str, *, size: int = 10_000) -> dict[str, int]:
+        """file_uuid -> matching chunk documents for an exact phrase; raises if truncated."""
+        import tantivy
+
+        words = [w for w in _QUERY_SAFE.sub(" ", phrase.casefold()).split() if w]
+        if not words:
+            raise UsageError("empty phrase")
+        schema = self._index.schema
+        phrase_query = (tantivy.Query.phrase_query(schema, "content_exact", words) if len(words) > 1
+                        else tantivy.Query.term_query(schema, "content_exact", words[0]))
+        query = tantivy.Query.boolean_query([(tantivy.Occur.Must, phrase_query),
+                                             *self._filter_query("chunk", None, None)])
+        result = self._searcher.aggregate(query, {"files": {"terms": {"field": "file_uuid", "size": size}}})
+        files = result["files"]
+        if files.get("sum_other_doc_count", 0):
+            raise IntegrityError(
+                f"terms aggregation truncated at size {size}: {files['sum_other_doc_count']} documents "
+                "in buckets not returned; a count from it would look right and be wrong"
+            )
+        return {b["key"]: int(b["doc_count"]) for b in files["buckets"]}

@@ -1,0 +1,132 @@
+"""A corpus state: the corpora as injected, the relational store and the index, built once.
+
+Layout of ``STATE/``::
+
+    state.json            what was built: corpora (versions, checksums), chunking, index
+    corpora/<name>.json   each corpus as read into the model (the judge reads it back)
+    store.sqlite          the relational store (meetings, speakers, segments)
+    index/                the embedded search index (see harness.index.embedded)
+
+A state is built into ``STATE.partial`` and renamed when complete, so a reader never
+sees half a state; arms open it read-only, any number at once.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.errors import IntegrityError, UsageError
+from harness.index.chunking import ChunkingPolicy
+from harness.index.documents import EmbeddingTextMode, IndexDoc, meeting_documents
+from harness.index.embed import Embedder
+from harness.index.embedded import EmbeddedIndex, build_index
+from harness.model import Chunk, Corpus
+
+STATE_SCHEMA = "ragsweep.state/1"
+
+
+def _progress(label: str, done: int, total: int) -> None:
+    if sys.stderr.isatty() or done == total:
+        width = 30
+        filled = width * done // max(total, 1)
+        end = "\n" if done == total else "\r"
+        print(f"  {label:<22} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end, file=sys.stderr)
+
+
+def corpus_summary(corpus: Corpus) -> dict[str, Any]:
+    from harness.report.results import checksum_digest
+
+    return {"name": corpus.name, "version": corpus.version, "tier": corpus.tier, "files": len(corpus.meetings),
+            "queries": len(corpus.queries), "artefacts_sha256": checksum_digest(corpus.checksums),
+            "seed": corpus.seed}
+
+
+def build_state(
+    out: Path,
+    corpora: Sequence[Corpus],
+    embedders: dict[EmbeddingTextMode, Embedder],
+    *,
+    policy: ChunkingPolicy | None = None,
+    force: bool = False,
+) -> dict[str, Any]:
+    from harness.store.sqlite import SqliteStore
+
+    policy = policy or ChunkingPolicy()
+    names = [c.name for c in corpora]
+    if len(set(names)) != len(names):
+        raise UsageError(f"corpus given twice: {', '.join(names)}")
+    if out.exists():
+        if not force:
+            raise UsageError(f"{out} already exists; pass --force to rebuild it")
+        shutil.rmtree(out)
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "corpora").mkdir(parents=True)
+    try:
+        for corpus in corpora:
+            (tmp / "corpora" / f"{corpus.name}.json").write_text(corpus.model_dump_json() + "\n", encoding="utf-8")
+        meetings = sorted((m for c in corpora for m in c.meetings), key=lambda m: m.file_uuid)
+        store = SqliteStore.create(tmp / "store.sqlite")
+        try:
+            store.inject(meetings)
+        finally:
+            store.close()
+        docs: list[IndexDoc] = []
+        for i, meeting in enumerate(meetings, start=1):
+            docs.extend(meeting_documents(meeting, policy))
+            if i % 50 == 0 or i == len(meetings):
+                _progress("chunking", i, len(meetings))
+        meta = build_index(tmp / "index", docs, embedders, progress=_progress)
+        state = {
+            "schema": STATE_SCHEMA,
+            "built_with": f"ragsweep {__version__}",
+            "corpora": [corpus_summary(c) for c in sorted(corpora, key=lambda c: c.name)],
+            "chunking": policy.to_dict(),
+            "index": {k: meta[k] for k in ("_meta", "documents", "chunk_documents", "digest_documents", "files",
+                                           "embedding", "backend")},
+        }
+        (tmp / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return state
+
+
+@dataclass
+class State:
+    """An opened, read-only corpus state."""
+
+    path: Path
+    manifest: dict[str, Any]
+    corpora: list[Corpus]
+    index: EmbeddedIndex
+
+    @classmethod
+    def open(cls, path: Path) -> State:
+        manifest_path = path / "state.json"
+        if not manifest_path.is_file():
+            raise IntegrityError(f"{path}: not a state (no state.json); run `ragsweep state build` first")
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if manifest.get("schema") != STATE_SCHEMA:
+            raise IntegrityError(f"{manifest_path}: schema {manifest.get('schema')!r}, expected {STATE_SCHEMA}")
+        corpora = [
+            Corpus.model_validate_json((path / "corpora" / f"{c['name']}.json").read_text(encoding="utf-8"))
+            for c in manifest["corpora"]
+        ]
+        return cls(path=path, manifest=manifest, corpora=corpora, index=EmbeddedIndex(path / "index"))
+
+    def chunks(self) -> list[Chunk]:
+        return [IndexDoc(**{k: (tuple(v) if k == "roster" else v) for k, v in d.items()
+                            if k in IndexDoc.__dataclass_fields__}).chunk()
+                for d in self.index.docs if d["doc_type"] == "chunk"]
+
+    def store_path(self) -> Path:
+        return self.path / "store.sqlite"

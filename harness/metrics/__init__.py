@@ -1,0 +1,1 @@
+"""Metrics stage: the trec_eval engine, run normalisation and file-level measures."""

@@ -1,0 +1,51 @@
+"""Run normalisation: make trec_eval's docid tie-break unable to decide anything.
+
+trec_eval sorts a run by score descending and breaks ties by document id descending,
+so at equal scores a document's *name* decides its rank (``{uuid}_digest`` beats
+``{uuid}_0`` because ``d`` > digits). Before scoring, the harness fixes the order
+itself and replaces scores with strictly decreasing position-derived values:
+
+* ``retrieve`` stage: sort by ``(-score, doc_type, file_uuid, chunk_index)``; the
+  retriever's scores are comparable, only their ties need a rule that ignores names.
+* ``rerank``/``route`` stages (and anything after ``diversity_sample``): keep the given
+  order. That order is what the prompt receives; re-sorting by score would undo the
+  diversity interleaving and compare cross-encoder scores with RRF scores.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from harness.model import RankedDoc, Run
+
+Stage = Literal["retrieve", "rerank", "route"]
+ORDER_PRESERVING: frozenset[str] = frozenset({"rerank", "route"})
+
+
+def tie_key(doc: RankedDoc) -> tuple[float, str, str, int]:
+    return (-doc.score, doc.doc_type, doc.file_uuid, doc.chunk_index)
+
+
+def positional(docs: list[RankedDoc]) -> tuple[RankedDoc, ...]:
+    n = len(docs)
+    return tuple(d.model_copy(update={"score": float(n - i)}) for i, d in enumerate(docs))
+
+
+def normalise_run(run: Run, stage: Stage = "retrieve") -> Run:
+    """A new run whose scores are positions (n, n-1, ..., 1), one rule per stage."""
+    ranked: dict[str, tuple[RankedDoc, ...]] = {}
+    for qid, docs in run.ranked.items():
+        ordered = list(docs) if stage in ORDER_PRESERVING else sorted(docs, key=tie_key)
+        ranked[qid] = positional(ordered)
+    return Run(ranked=ranked)
+
+
+def to_trec_dict(run: Run) -> dict[str, dict[str, float]]:
+    """The {qid: {docid: score}} mapping pytrec_eval takes (first occurrence of a doc wins)."""
+    out: dict[str, dict[str, float]] = {}
+    for qid, docs in run.ranked.items():
+        scores: dict[str, float] = {}
+        for doc in docs:
+            scores.setdefault(doc.doc_id, doc.score)
+        out[qid] = scores
+    return out

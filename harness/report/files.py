@@ -1,0 +1,61 @@
+"""Writing results atomically and deterministically.
+
+JSON: sorted keys, 2-space indent, "\\n" line ends, non-finite floats as the string
+"inf"/"-inf"/"nan" (JSON has no infinity). A set of files is written to temporary names
+first and renamed only when all are complete, so no reader ever sees half a result and
+a failure leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def dumps(doc: Any) -> str:
+    return json.dumps(_finite(doc), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def read_json_number(value: Any) -> float:
+    if isinstance(value, str):
+        return float(value)
+    return float(value)
+
+
+def write_files(out_dir: Path, contents: Mapping[str, str]) -> list[Path]:
+    """Write name -> text into out_dir atomically as a set."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staged: list[tuple[str, Path]] = []
+    try:
+        for name, text in contents.items():
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            staged.append((name, Path(tmp)))
+    except BaseException:
+        for _name, tmp in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    written = []
+    for name, tmp in staged:
+        target = out_dir / name
+        os.replace(tmp, target)
+        written.append(target)
+    return written

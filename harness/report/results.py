@@ -1,0 +1,154 @@
+"""The results document: rows per corpus x tier x class, and everything the claim rests on.
+
+metrics.json names what was measured (corpora with versions and checksums, composition,
+licence tiers, seeds, metric engine and version, relevance policy, chunking, retrieval
+config and index block) and is byte-identical across runs over an unchanged index:
+no durations, hosts or timestamps (those go to runinfo.json).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.judge import Judgements
+from harness.judge.policy import RelevancePolicy
+from harness.metrics.engine import Evaluation, engine_info
+from harness.metrics.files import median_rank
+from harness.metrics.measures import FILE_MEASURES, RETRIEVAL_MEASURES
+from harness.model import Corpus, Query
+
+SCHEMA = "ragsweep.metrics/1"
+ROW_MEASURES: tuple[str, ...] = RETRIEVAL_MEASURES + FILE_MEASURES
+
+
+def checksum_digest(checksums: Mapping[str, str]) -> str:
+    """One sha256 over every artefact's (path, sha256), in path order."""
+    material = "".join(f"{path}\t{digest}\n" for path, digest in sorted(checksums.items()))
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def corpus_block(corpus: Corpus, judgements: Judgements) -> dict[str, Any]:
+    judged = set(judgements.judged_queries)
+    dropped = set(judgements.dropped_unjudgeable)
+    classes = Counter(q.query_class for q in corpus.queries)
+    domains = Counter(m.domain or "(none)" for m in corpus.meetings)
+    return {
+        "name": corpus.name,
+        "version": corpus.version,
+        "tier": corpus.tier,
+        "licence": corpus.licence,
+        "seed": corpus.seed,
+        "artefacts": len(corpus.checksums),
+        "artefacts_sha256": checksum_digest(corpus.checksums),
+        "composition": {
+            "files": len(corpus.meetings),
+            "turns": sum(len(m.turns) for m in corpus.meetings),
+            "words": sum(m.words for m in corpus.meetings),
+            "files_with_real_timings": sum(1 for m in corpus.meetings if m.timings_real),
+            "files_dated": sum(1 for m in corpus.meetings if m.recorded_date is not None),
+            "domains": dict(sorted(domains.items())),
+            "source_ids": sorted(m.source_id for m in corpus.meetings),
+        },
+        "queries": {
+            "by_class": dict(sorted(classes.items())),
+            "rank_scored": sum(1 for q in corpus.queries if q.id in judged),
+            "dropped_unjudgeable": sum(1 for q in corpus.queries if q.id in dropped),
+            "dropped_by_adapter": dict(sorted(corpus.dropped.items())),
+        },
+    }
+
+
+def _aggregate(per_query: Mapping[str, Mapping[str, float]], ids: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name in RETRIEVAL_MEASURES + ("fileR@1", "fileR@10"):
+        out[name] = sum(per_query[q][name] for q in ids) / len(ids)
+    out["fileRank"] = median_rank([per_query[q]["fileRank"] for q in ids])
+    return out
+
+
+def build_rows(queries: Sequence[Query], per_query: Mapping[str, Mapping[str, float]],
+               tiers: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Rows per corpus x tier x class, then an ``all`` row per corpus x tier."""
+    groups: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for q in sorted(queries, key=lambda q: q.id):
+        if q.id not in per_query:
+            continue
+        key = (q.corpus, tiers.get(q.corpus, q.tier))
+        groups[key][q.query_class].append(q.id)
+    rows: list[dict[str, Any]] = []
+    for (corpus, tier), classes in sorted(groups.items()):
+        everything: list[str] = []
+        for query_class in sorted(classes):
+            ids = classes[query_class]
+            everything.extend(ids)
+            rows.append({"corpus": corpus, "tier": tier, "query_class": query_class, "n": len(ids),
+                         "metrics": _aggregate(per_query, ids)})
+        rows.append({"corpus": corpus, "tier": tier, "query_class": "all", "n": len(everything),
+                     "metrics": _aggregate(per_query, sorted(everything))})
+    return rows
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Everything a metrics.json states, assembled by the caller (bench or the fixture run)."""
+
+    control_name: str
+    corpora: Sequence[Corpus]
+    judgements: Judgements
+    evaluation: Evaluation
+    file_measures: Mapping[str, Mapping[str, float]]
+    policy: RelevancePolicy
+    chunking: Mapping[str, Any]
+    retrieval: Mapping[str, Any]
+    index: Mapping[str, Any]
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def merged_per_query(claim: Claim) -> dict[str, dict[str, float]]:
+    merged: dict[str, dict[str, float]] = {}
+    for qid, values in claim.evaluation.per_query.items():
+        merged[qid] = {**values, **claim.file_measures[qid]}
+    return merged
+
+
+def build_metrics(claim: Claim) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metrics.json document, per_query.json document)."""
+    queries = [q for c in claim.corpora for q in c.queries]
+    by_id = {q.id: q for q in queries}
+    per_query = merged_per_query(claim)
+    tiers = {c.name: c.tier for c in claim.corpora}
+    rows = build_rows(queries, per_query, tiers)
+    metrics = {
+        "schema": SCHEMA,
+        "control_name": claim.control_name,
+        "corpora": [corpus_block(c, claim.judgements) for c in sorted(claim.corpora, key=lambda c: c.name)],
+        "metric_engine": {**engine_info(), "measures": list(ROW_MEASURES),
+                          "file_measures": "derived by the harness from the chunk run (not trec_eval)"},
+        "relevance_policy": claim.policy.to_dict(),
+        "chunking": dict(claim.chunking),
+        "queries": {
+            "scored": len(per_query),
+            "dropped_unjudgeable": len(claim.judgements.dropped_unjudgeable),
+            "dropped_unjudgeable_ids": list(claim.judgements.dropped_unjudgeable),
+            "unanswered": len(claim.evaluation.unanswered),
+            "judged_documents": claim.judgements.judged_documents,
+        },
+        "retrieval": dict(claim.retrieval),
+        "index": dict(claim.index),
+        **dict(claim.extra),
+        "rows": rows,
+    }
+    per_query_doc = {
+        "schema": "ragsweep.per_query/1",
+        "control_name": claim.control_name,
+        "measures": list(ROW_MEASURES),
+        "queries": {
+            qid: {"corpus": by_id[qid].corpus, "query_class": by_id[qid].query_class, "measures": per_query[qid]}
+            for qid in sorted(per_query)
+        },
+    }
+    return metrics, per_query_doc
