@@ -1,0 +1,230 @@
+"""Fetch a registered corpus's artefacts, and verify them offline.
+
+Every artefact is streamed through sha256 into a temporary file beside its target and
+renamed into place only when the hash matches, so ``dest`` never holds a partial or
+unverified file under an artefact's name. Free space is checked before the first byte
+is written. Network errors that can be transient (timeouts, resets, 5xx, 429) are retried
+with capped exponential backoff and a total deadline; ``file://`` URLs and plain local
+mirror folders are read once.
+
+Licence tiers are enforced here, not by the caller: tier B needs
+``accept_noncommercial=True``; tier C is never fetched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import shutil
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from harness.corpora.integrity import CHUNK_BYTES, Problem, check_artefact, find_problems, raise_for_problems
+from harness.corpora.manifest import Artefact, Manifest
+from harness.corpora.registry import ManifestArg, Source, get_source, load_source_manifest
+from harness.errors import IntegrityError, LicenceError, UsageError
+
+RETRY_ATTEMPTS = 4
+RETRY_BASE_SECONDS = 1.0
+RETRY_CAP_SECONDS = 8.0
+RETRY_DEADLINE_SECONDS = 60.0
+REQUEST_TIMEOUT_SECONDS = 30.0
+_TRANSIENT_HTTP = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+# Indirections so tests can observe backoff without waiting for it.
+_sleep: Callable[[float], None] = time.sleep
+_monotonic: Callable[[], float] = time.monotonic
+
+Progress = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """What a fetch did: artefacts downloaded, and artefacts already present and intact."""
+
+    dest: Path
+    fetched: tuple[str, ...]
+    present: tuple[str, ...]
+
+
+def check_licence(source: Source, accept_noncommercial: bool) -> None:
+    """Refuse tier C always, and tier B unless non-commercial use was acknowledged."""
+    if source.tier == "C":
+        raise LicenceError(
+            f"{source.display_name} is tier C ({source.licence}): it cannot be obtained without a "
+            "signed agreement, so it is recorded and skipped"
+        )
+    if source.tier == "B" and not accept_noncommercial:
+        raise LicenceError(
+            f"{source.display_name} is tier B ({source.licence}): internal use only, never a published "
+            "number; pass --accept-noncommercial to fetch it"
+        )
+
+
+def fetch(
+    name: str,
+    dest: Path,
+    mirror: str | None = None,
+    accept_noncommercial: bool = False,
+    *,
+    manifest: ManifestArg = None,
+    progress: Progress | None = None,
+) -> FetchResult:
+    """Download every artefact of corpus ``name`` into ``dest`` under its manifest path.
+
+    ``mirror`` replaces the upstream URL with ``mirror/<path>``: an http(s) or ``file://``
+    base URL, or a local folder. Artefacts already present with the right sha256 are kept.
+    ``progress(path, "fetched" | "present")`` is called once per artefact.
+    """
+    source = get_source(name)
+    check_licence(source, accept_noncommercial)
+    pinned = load_source_manifest(source, manifest)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+
+    present = [a for a in pinned.artefacts if check_artefact(dest, a) is None]
+    present_paths = {a.path for a in present}
+    missing = [a for a in pinned.artefacts if a.path not in present_paths]
+    locations = {a.path: _location(pinned, a, mirror) for a in missing}
+    _check_free_space(dest, missing)
+
+    fetched: list[str] = []
+    for artefact in pinned.artefacts:
+        if artefact.path in present_paths:
+            if progress is not None:
+                progress(artefact.path, "present")
+            continue
+        _fetch_one(locations[artefact.path], dest / artefact.path, artefact)
+        fetched.append(artefact.path)
+        if progress is not None:
+            progress(artefact.path, "fetched")
+    return FetchResult(dest=dest, fetched=tuple(fetched), present=tuple(a.path for a in present))
+
+
+def list_problems(name: str, dest: Path, *, manifest: ManifestArg = None) -> tuple[Manifest, list[Problem]]:
+    """Offline: the manifest used and every artefact under ``dest`` that is missing or differs."""
+    pinned = load_source_manifest(get_source(name), manifest)
+    return pinned, find_problems(pinned, Path(dest))
+
+
+def verify(name: str, dest: Path, *, manifest: ManifestArg = None) -> int:
+    """Offline: every artefact present with its size and sha256; returns how many were checked.
+
+    Raises IntegrityError naming the first bad path and the number of bad artefacts.
+    """
+    pinned, problems = list_problems(name, dest, manifest=manifest)
+    raise_for_problems(problems, pinned, Path(dest))
+    return len(pinned.artefacts)
+
+
+# --------------------------------------------------------------------------- locations
+
+
+def _location(manifest: Manifest, artefact: Artefact, mirror: str | None) -> str | Path:
+    if mirror is None:
+        url = manifest.url_for(artefact.path)
+        if url is None:
+            raise UsageError(f"{manifest.label} names no upstream URL template; pass --mirror")
+        return url
+    if "://" in mirror:
+        return mirror.rstrip("/") + "/" + urllib.parse.quote(artefact.path)
+    return Path(mirror) / artefact.path
+
+
+def _is_remote(location: str | Path) -> bool:
+    return isinstance(location, str) and location.split(":", 1)[0].lower() in ("http", "https")
+
+
+@contextmanager
+def _open(location: str | Path) -> Iterator[BinaryIO]:
+    if isinstance(location, Path):
+        with location.open("rb") as handle:
+            yield handle
+        return
+    with urllib.request.urlopen(location, timeout=REQUEST_TIMEOUT_SECONDS) as response:
+        yield response
+
+
+def _check_free_space(dest: Path, missing: list[Artefact]) -> None:
+    needed = sum(a.size for a in missing)
+    if not needed:
+        return
+    free = shutil.disk_usage(dest).free
+    if free < needed:
+        raise UsageError(
+            f"not enough free space under {dest}: {len(missing)} artefacts need {needed} bytes and "
+            f"{free} are free; free some space or choose another --dest"
+        )
+
+
+# --------------------------------------------------------------------------- download
+
+
+def _is_transient(error: BaseException) -> bool:
+    if isinstance(error, urllib.error.HTTPError):
+        return error.code in _TRANSIENT_HTTP
+    return isinstance(
+        error, urllib.error.URLError | TimeoutError | ConnectionError | http.client.HTTPException
+    )
+
+
+def _fetch_one(location: str | Path, target: Path, artefact: Artefact) -> None:
+    retry = _is_remote(location)
+    started = _monotonic()
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            _download(location, target, artefact)
+            return
+        except (OSError, http.client.HTTPException) as e:
+            reason = getattr(e, "reason", None) or e
+            if not (retry and _is_transient(e)):
+                raise IntegrityError(f"{artefact.path}: cannot read {location}: {reason}") from e
+            delay = min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** (attempt - 1))
+            if attempt >= RETRY_ATTEMPTS or _monotonic() - started + delay > RETRY_DEADLINE_SECONDS:
+                raise IntegrityError(
+                    f"{artefact.path}: download from {location} failed after {attempt} attempts: {reason}"
+                ) from e
+            _sleep(delay)
+
+
+def _download(location: str | Path, target: Path, artefact: Artefact) -> None:
+    """Stream into a temporary file beside ``target``; rename only on a matching sha256."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        digest = hashlib.sha256()
+        size = 0
+        with os.fdopen(fd, "wb") as out, _open(location) as stream:
+            while block := stream.read(CHUNK_BYTES):
+                size += len(block)
+                if size > artefact.size:
+                    raise IntegrityError(
+                        f"{artefact.path}: {location} is larger than the manifest's {artefact.size} bytes; "
+                        "the file was not kept"
+                    )
+                digest.update(block)
+                out.write(block)
+            out.flush()
+            os.fsync(out.fileno())
+        got = digest.hexdigest()
+        if got != artefact.sha256:
+            raise IntegrityError(
+                f"{artefact.path}: sha256 mismatch for {location}: expected {artefact.sha256}, got {got}; "
+                "the file was not kept"
+            )
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
