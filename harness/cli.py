@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "corpus": "harness.commands.corpus",
     "synth": "harness.commands.synth",
     "score": "harness.commands.score",
+    "state": "harness.commands.state",
     "bench": "harness.commands.bench",
 }
 
@@ -61,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as e:  # noqa: BLE001 - the last line of defence prints one line, not a trace
+    except Exception as e:
         print(f"ragsweep: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_INTERNAL
 

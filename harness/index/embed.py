@@ -74,6 +74,9 @@ def weights_digest(path: Path) -> str:
 def _offline_env() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 @dataclass
@@ -92,7 +95,7 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
 
         self._model: Any = SentenceTransformer(str(path), device="cpu", trust_remote_code=False)
-        self.dimension = int(self._model.get_sentence_embedding_dimension())
+        self.dimension = int(self._model.get_embedding_dimension())
         self.max_seq_length = int(self._model.max_seq_length)
 
     def encode(self, texts: list[str]) -> np.ndarray:

@@ -11,7 +11,7 @@ It stands in for OpenSearch hybrid search, so it mirrors its choices:
   terms aggregation on ``file_uuid`` for the answers engine.
 
 Layout of an index folder: ``meta.json``, ``docs.jsonl`` (one document per row, row
-order = vector row order), ``vectors-{mode}.f32`` (rows x dimension float32) per
+order = vector row order), ``vectors-{mode}.npy`` (rows x dimension float32, memory-mapped) per
 embedding-text mode, and ``tantivy/``. Built once, then opened read-only by any number
 of processes at once. The writer runs single-threaded so segment layout — and with it
 the order of equal BM25 scores — is the same on every build.
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.errors import IntegrityError, InputDataError, UsageError
+from harness.errors import InputDataError, IntegrityError, UsageError
 from harness.index.documents import EmbeddingTextMode, IndexDoc, embedding_text
 from harness.index.embed import Embedder
 
@@ -108,7 +108,7 @@ def build_index(
             "digest_documents": sum(1 for d in docs if d.doc_type == "digest"),
             "files": len({d.file_uuid for d in docs}),
             "embedding": embedding_block,
-            "backend": {"name": "embedded", "bm25": f"tantivy {tantivy.__version__}",
+            "backend": {"name": "embedded", "bm25": str(tantivy.__version__),
                         "vector": "exact cosine, score (1+cos)/2, float32"},
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -73,7 +73,7 @@ def build_state(
         for corpus in corpora:
             (tmp / "corpora" / f"{corpus.name}.json").write_text(corpus.model_dump_json() + "\n", encoding="utf-8")
         meetings = sorted((m for c in corpora for m in c.meetings), key=lambda m: m.file_uuid)
-        store = SqliteStore.create(tmp / "store.sqlite")
+        store = SqliteStore.open(tmp / "store.sqlite")
         try:
             store.inject(meetings)
         finally:

@@ -95,3 +95,18 @@ def read_run(path: Path, ties: TiePolicy = "trec_eval") -> tuple[Run, dict[str, 
         n = len(ordered)
         ranked[qid] = tuple(RankedDoc(doc_id=d, score=float(n - i)) for i, (d, _r, _s) in enumerate(ordered))
     return Run(ranked=ranked), ties_found
+
+
+def write_trec_run(run: Run, tag: str) -> str:
+    """The run as TREC text, in the order given (scores as written)."""
+    lines = []
+    for qid in sorted(run.ranked):
+        for rank, doc in enumerate(run.ranked[qid], start=1):
+            lines.append(f"{qid} Q0 {doc.doc_id} {rank} {doc.score:g} {'_'.join(tag.split()) or 'run'}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def write_trec_qrels(qrels: Qrels) -> str:
+    lines = [f"{qid} 0 {doc} {grade}" for qid in sorted(qrels.judgements)
+             for doc, grade in sorted(qrels.judgements[qid].items())]
+    return "\n".join(lines) + ("\n" if lines else "")

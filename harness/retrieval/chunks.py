@@ -1,0 +1,64 @@
+"""retrieve_chunks: the hybrid retrieval the chat path performs, over the embedded backend.
+
+Both legs (BM25 and vector) are fetched over the fusion window
+``max(100, min(size*4, 500))`` and fused client-side with OpenSearch's semantics
+(harness.retrieval.fusion); the fused list is cut at ``size``. So ``size`` sets the
+depth the legs are fused over — two sizes are two rankings, not one truncated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from harness.index.documents import EmbeddingTextMode
+from harness.index.embedded import EmbeddedIndex, LegHit
+from harness.model import DocType, RankedDoc
+from harness.retrieval.fusion import FusionConfig, fuse
+from harness.retrieval.window import fusion_window
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc_id: str
+    file_uuid: str
+    chunk_index: int
+    doc_type: DocType
+    score: float
+    row: int
+
+    def ranked(self) -> RankedDoc:
+        return RankedDoc(doc_id=self.doc_id, score=self.score, doc_type=self.doc_type, file_uuid=self.file_uuid,
+                         chunk_index=self.chunk_index)
+
+
+@dataclass
+class HybridRetriever:
+    index: EmbeddedIndex
+    embedding_text: EmbeddingTextMode
+    fusion: FusionConfig
+
+    def _hit(self, row: int, score: float) -> Hit:
+        d: dict[str, Any] = self.index.docs[row]
+        return Hit(doc_id=d["id"], file_uuid=d["file_uuid"], chunk_index=d["chunk_index"], doc_type=d["doc_type"],
+                   score=score, row=row)
+
+    def legs(self, text: str, vector: np.ndarray, depth: int, *, doc_type: str = "chunk",
+             file_uuids: Sequence[str] | None = None, speaker: str | None = None
+             ) -> tuple[list[LegHit], list[LegHit]]:
+        bm25 = self.index.bm25(text, depth, doc_type=doc_type, file_uuids=file_uuids, speaker=speaker)
+        knn = self.index.knn(vector, depth, mode=self.embedding_text, doc_type=doc_type, file_uuids=file_uuids,
+                             speaker=speaker)
+        return bm25, knn
+
+    def retrieve(self, text: str, vector: np.ndarray, size: int, *, doc_type: str = "chunk",
+                 file_uuids: Sequence[str] | None = None, speaker: str | None = None) -> list[Hit]:
+        bm25, knn = self.legs(text, vector, fusion_window(size), doc_type=doc_type, file_uuids=file_uuids,
+                              speaker=speaker)
+        # zero-padded rows: the fusion's id tie-break then follows (file_uuid, chunk_index),
+        # the same order the measurement's tie policy uses, so the cut at `size` agrees with it
+        fused = fuse(self.fusion, [(f"{h.row:09d}", h.score) for h in bm25], [(f"{h.row:09d}", h.score) for h in knn])
+        return [self._hit(int(row), float(score)) for row, score in fused[:size]]

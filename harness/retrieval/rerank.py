@@ -1,0 +1,86 @@
+"""The rerank stage's cross-encoder, and where its weights come from.
+
+No PyPI package ships cross-encoder weights, so the reranker is always a local path:
+
+* a directory written by ``ragsweep reranker train`` carries ``ragsweep-reranker.json``
+  (base weights identity, training seed, training-data hash): provenance ``trained``;
+* any other directory with a sequence-classification head (e.g. a user's copy of
+  cross-encoder/ms-marco-MiniLM-L6-v2) is ``user supplied``, identified by the sha256
+  of its weights;
+* a directory without a classification head (a bi-encoder such as all-MiniLM-L6-v2)
+  would get a randomly initialised head. That is allowed only with
+  ``allow_untrained=True`` for plumbing tests, and results made with it are refused.
+
+Missing weights raise; nothing silently no-ops. ``trust_remote_code`` is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import RefusedError, UsageError
+from harness.index.embed import _offline_env, refuse_remote_code, weights_digest
+
+PROVENANCE_FILE = "ragsweep-reranker.json"
+
+
+def reranker_provenance(path: Path) -> dict[str, Any]:
+    """What a reranker directory is, without loading it."""
+    if not path.is_dir():
+        raise UsageError(
+            f"reranker weights not found at {path}: train some with `ragsweep reranker train --out DIR` "
+            "or point --reranker at a local cross-encoder directory"
+        )
+    refuse_remote_code(path)
+    digest = weights_digest(path)
+    provenance_file = path / PROVENANCE_FILE
+    if provenance_file.is_file():
+        info = json.loads(provenance_file.read_text(encoding="utf-8"))
+        return {"kind": "trained", "weights_sha256": digest, **info}
+    config_path = path / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
+    architectures = config.get("architectures") or []
+    if any("ForSequenceClassification" in a for a in architectures):
+        return {"kind": "user supplied", "weights_sha256": digest, "path_name": path.name}
+    return {"kind": "untrained head", "weights_sha256": digest, "path_name": path.name,
+            "warning": "classification head initialised at random: plumbing only, never a result"}
+
+
+def refuse_untrained(provenance: dict[str, Any]) -> None:
+    if provenance.get("kind") == "untrained head":
+        raise RefusedError(
+            "the reranker has an untrained classification head; its scores are noise, so no results are "
+            "written — train one with `ragsweep reranker train` or supply cross-encoder weights"
+        )
+
+
+@dataclass
+class CrossEncoderReranker:
+    path: Path
+    allow_untrained: bool = False
+    batch_size: int = 32
+    provenance: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.provenance = reranker_provenance(self.path)
+        if self.provenance["kind"] == "untrained head" and not self.allow_untrained:
+            refuse_untrained(self.provenance)
+        _offline_env()
+        from sentence_transformers import CrossEncoder
+
+        self._model: Any = CrossEncoder(str(self.path), device="cpu", trust_remote_code=False, num_labels=1)
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        if not passages:
+            return []
+        scores = self._model.predict([(query, p) for p in passages], batch_size=self.batch_size,
+                                     show_progress_bar=False, convert_to_numpy=True)
+        return [float(s) for s in scores]
+
+
+def rerank_order(scores: list[float]) -> list[int]:
+    """Positions sorted by cross-encoder score, descending; equal scores keep input order."""
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))

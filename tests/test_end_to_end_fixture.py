@@ -1,0 +1,93 @@
+"""The hand-written QMSum-format fixture through inspect, state build, judge, bench and score.
+
+Uses the real embedding model (all-MiniLM-L6-v2 from its PyPI package) and the real
+metric engine; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+
+FIXTURE = Path(__file__).parent / "fixtures" / "qmsum"
+MANIFEST = FIXTURE / "SOURCES.tsv"
+
+pytestmark = pytest.mark.integration
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("sentence_transformers")
+    out = tmp_path_factory.mktemp("e2e") / "state"
+    code = main(["state", "build", "--corpus", f"qmsum={FIXTURE}", "--manifest", f"qmsum={MANIFEST}",
+                 "--out", str(out)])
+    assert code == 0
+    return out
+
+
+def test_inspect_reports_the_fixture(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["corpus", "inspect", "qmsum", "--dest", str(FIXTURE), "--manifest", str(MANIFEST), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["files"] == 4
+
+
+def test_two_runs_are_byte_identical(state: Path, tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        assert main(["bench", "--state", str(state), "--control-name", "fixture", "--out", str(tmp_path / name)]) == 0
+    for artefact in ("metrics.json", "metrics.md", "per_query.json", "run.trec", "qrels.trec"):
+        assert _sha(tmp_path / "a" / artefact) == _sha(tmp_path / "b" / artefact), artefact
+    assert (tmp_path / "a" / "runinfo.json").exists()
+
+
+def test_results_name_what_they_measured(state: Path, tmp_path: Path) -> None:
+    assert main(["bench", "--state", str(state), "--control-name", "fixture", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "metrics.json").read_text())
+    assert doc["metric_engine"]["name"] == "pytrec_eval_terrier" and doc["metric_engine"]["version"] == "0.5.10"
+    assert doc["index"]["embedding_verdict"] == "uniform"
+    assert doc["index"]["embedding_models"] == {doc["index"]["configured_embedding_model"]: doc["index"]["documents"]}
+    assert doc["retrieval"]["fusion"]["selected_explicitly"] is False
+    assert doc["relevance_policy"]["high"] == 0.5
+    assert doc["corpora"][0]["artefacts_sha256"]
+    assert doc["queries"]["scored"] + doc["queries"]["dropped_unjudgeable"] == 12
+    assert "elapsed_seconds" not in json.dumps(doc)
+    rows = {(r["corpus"], r["query_class"]): r for r in doc["rows"]}
+    assert rows[("qmsum", "all")]["n"] == rows[("qmsum", "lookup")]["n"] + rows[("qmsum", "summarize")]["n"]
+
+
+def test_score_reproduces_the_bench_numbers_from_trec_files(state: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--state", str(state), "--control-name", "fixture", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["score", "--qrels", str(tmp_path / "qrels.trec"), "--run", str(tmp_path / "run.trec"), "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    all_row = next(r for r in metrics["rows"] if r["query_class"] == "all")
+    for name in ("nDCG@5", "nDCG@10", "nDCG@20", "R@10", "MRR"):
+        assert scored["measures"][name] == pytest.approx(all_row["metrics"][name], abs=1e-12)
+
+
+def test_gold_files_scope_is_an_upper_bound(state: Path, tmp_path: Path) -> None:
+    assert main(["bench", "--state", str(state), "--control-name", "c", "--out", str(tmp_path / "c")]) == 0
+    assert main(["bench", "--state", str(state), "--control-name", "g", "--scope", "gold-files",
+                 "--out", str(tmp_path / "g")]) == 0
+    corpus = json.loads((tmp_path / "c" / "metrics.json").read_text())["rows"][-1]["metrics"]
+    gold = json.loads((tmp_path / "g" / "metrics.json").read_text())["rows"][-1]["metrics"]
+    assert gold["fileR@1"] == 1.0
+    assert gold["nDCG@10"] >= corpus["nDCG@10"]
+
+
+def test_compare_prints_per_class_deltas(state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--state", str(state), "--control-name", "ctl", "--out", str(tmp_path / "ctl")]) == 0
+    assert main(["bench", "--state", str(state), "--control-name", "rrf60", "--fusion", "rrf", "--rank-constant",
+                 "60", "--out", str(tmp_path / "arm"), "--compare", str(tmp_path / "ctl" / "metrics.json")]) == 0
+    text = (tmp_path / "arm" / "compare.md").read_text()
+    assert "rrf60 vs ctl" in text and "| qmsum | A | lookup |" in text
