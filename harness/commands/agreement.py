@@ -1,0 +1,71 @@
+"""``ragsweep agreement``: do the two corpora rank the arms' changes the same way?"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.errors import UsageError
+
+CLASSES = ("all", "lookup", "summarize", "multi_file", "aggregation")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "agreement", help="rank agreement of arm deltas between two corpora (Kendall tau-b headline)",
+        description="Each arm's delta against its own family control on each corpus; Kendall tau-b, Spearman "
+                    "and Pearson per family and pooled; sign agreement with inert arms counted apart.")
+    source = p.add_argument_group("arms (one source)")
+    source.add_argument("--sweep", type=Path, metavar="DIR", help="a local artefact store root (the sweep's --out)")
+    source.add_argument("--sweep-id", help="the sweep to read under --sweep")
+    source.add_argument("--catalogue", type=Path, metavar="MANIFEST",
+                        help="with --sweep: the families the sweep ran, if not the built-in catalogue")
+    source.add_argument("--manifest", type=Path, metavar="F",
+                        help="arms measured elsewhere: the --emit-manifest shape, each arm with run: PATH "
+                             "to its metrics.json (relative to F)")
+    source.add_argument("--emit-manifest", action="store_true",
+                        help="print the built-in catalogue as a manifest and exit")
+    p.add_argument("--class", dest="query_class", default="all", choices=CLASSES,
+                   help="the query class compared (default all; lookup is the class the gate protects)")
+    p.add_argument("--measure", default="nDCG@10", help="default nDCG@10")
+    p.add_argument("--drop", action="append", default=[], metavar="ARM", help="leave an arm out (repeatable)")
+    p.add_argument("--exclude-inert", action="store_true", help="leave out arms that moved nothing on either corpus")
+    p.add_argument("--relative", action="store_true", help="Δ as percent of the family control (ranks unchanged)")
+    p.add_argument("--corpora", metavar="FIRST,SECOND",
+                   help="the two corpora to compare; default the two in the rows, in name order")
+    p.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.metrics.measures import parse_measure
+    from harness.report.files import dumps
+    from harness.sweep.agreement import analyse, render_agreement, results_from_manifest, results_from_store
+    from harness.sweep.catalogue import CATALOGUE, emit_manifest, load_manifest
+    from harness.sweep.storage import LocalFolderStore
+
+    if args.emit_manifest:
+        sys.stdout.write(emit_manifest())
+        return 0
+    if args.manifest and (args.sweep or args.sweep_id):
+        raise UsageError("give --manifest or --sweep/--sweep-id, not both")
+    if args.manifest:
+        catalogue, results = results_from_manifest(args.manifest)
+    elif args.sweep and args.sweep_id:
+        if not args.sweep.is_dir():
+            raise UsageError(f"--sweep {args.sweep}: no such folder")
+        catalogue = load_manifest(args.catalogue) if args.catalogue else CATALOGUE
+        results = results_from_store(LocalFolderStore(args.sweep), args.sweep_id, catalogue)
+    else:
+        raise UsageError("name the arms: --sweep DIR --sweep-id ID, or --manifest F (see --emit-manifest)")
+    corpora = [c.strip() for c in args.corpora.split(",")] if args.corpora else None
+    doc = analyse(results, catalogue.families, query_class=args.query_class,
+                  measure=parse_measure(args.measure).name, drop=args.drop, exclude_inert=args.exclude_inert,
+                  relative=args.relative, corpora=corpora)
+    if args.json:
+        sys.stdout.write(dumps(doc))
+    else:
+        sys.stdout.write(render_agreement(doc))
+    return 0
+

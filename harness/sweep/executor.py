@@ -1,0 +1,176 @@
+"""Executors: run a sweep's arms in parallel and collect them.
+
+``local``: a pool of ``jobs.arm`` subprocesses (``--workers``, default the core count)
+over one shared, read-only corpus state — the index is built once per state, never per
+arm. Each arm publishes its artefacts (or a failure marker) to the artefact store;
+failures are collected and reported without stopping the other arms. A rerun skips
+every arm whose complete artefact set matches its config hash, so killing a sweep and
+running it again completes only what is missing.
+
+The sweep id defaults to ``{selector}-{state identity[:12]}``: the same family over the
+same state is the same sweep, which is what makes a rerun a resume.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from harness.errors import IntegrityError, UsageError
+from harness.sweep.catalogue import CATALOGUE, Arm, Catalogue, config_hash, load_manifest, select_arms
+from harness.sweep.storage import ArtefactStore, LocalFolderStore, S3Store, is_complete
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def state_identity(state: Path) -> str:
+    """sha256 of the state's state.json: what the arms are measured on."""
+    manifest = state / "state.json"
+    if not manifest.is_file():
+        raise IntegrityError(f"{state}: not a state (no state.json); run `ragsweep state build` first")
+    return hashlib.sha256(manifest.read_bytes()).hexdigest()
+
+
+def measurement_identity(state: Path, arm: Arm, reranker: Path | None) -> str:
+    """What an arm's artefacts are true of: the state, and the reranker weights when it reranks."""
+    identity = state_identity(state)
+    if arm.needs_reranker and reranker is not None:
+        from harness.retrieval.rerank import reranker_provenance
+
+        identity += f"+reranker:{reranker_provenance(reranker)['weights_sha256']}"
+    return identity
+
+
+def open_store(spec: str, s3_endpoint: str | None = None) -> ArtefactStore:
+    """A local folder, or ``s3://bucket[/prefix]`` at an S3-compatible endpoint."""
+    if spec.startswith("s3://"):
+        bucket, _, prefix = spec[len("s3://"):].partition("/")
+        if not bucket:
+            raise UsageError(f"--store {spec!r}: expected s3://BUCKET[/PREFIX]")
+        return S3Store(bucket, s3_endpoint or os.environ.get("RAGSWEEP_S3_ENDPOINT"), prefix=prefix)
+    return LocalFolderStore(Path(spec))
+
+
+def catalogue_for(manifest: Path | None) -> Catalogue:
+    return load_manifest(manifest) if manifest else CATALOGUE
+
+
+def default_sweep_id(selector: str, identity: str) -> str:
+    safe = "-".join(part for part in selector.replace(",", "-").split("-") if part)
+    return f"{safe}-{identity[:12]}"
+
+
+@dataclass
+class ArmOutcome:
+    arm: Arm
+    status: str  # "skipped" | "published" | "failed"
+    seconds: float = 0.0
+    message: str = ""
+
+
+@dataclass
+class SweepReport:
+    sweep_id: str
+    outcomes: list[ArmOutcome] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+    @property
+    def failed(self) -> list[ArmOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+
+class Executor(Protocol):
+    def run(self, arms: Sequence[Arm], sweep_id: str) -> SweepReport: ...
+
+
+@dataclass
+class LocalExecutor:
+    state: Path
+    store_spec: str
+    workers: int
+    reranker: Path | None = None
+    s3_endpoint: str | None = None
+    arm_workers: int = 1
+    quiet: bool = False
+
+    def _command(self, arm: Arm, sweep_id: str) -> list[str]:
+        command = [sys.executable, "-m", "jobs.arm", "--state", str(self.state), "--store", self.store_spec,
+                   "--sweep-id", sweep_id, "--arm-json", json.dumps(arm.model_dump(exclude_none=True)),
+                   "--workers", str(self.arm_workers)]
+        if self.reranker:
+            command += ["--reranker", str(self.reranker)]
+        if self.s3_endpoint:
+            command += ["--s3-endpoint", self.s3_endpoint]
+        return command
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    def run(self, arms: Sequence[Arm], sweep_id: str) -> SweepReport:
+        if self.workers < 1:
+            raise UsageError("--workers must be at least 1")
+        if any(a.needs_reranker for a in arms) and self.reranker is None:
+            names = ", ".join(a.name for a in arms if a.needs_reranker)
+            raise UsageError(f"arms {names} run the rerank stage and need --reranker DIR "
+                             "(train one with `ragsweep reranker train --out DIR`)")
+        started = time.perf_counter()
+        store = open_store(self.store_spec, self.s3_endpoint)
+        report = SweepReport(sweep_id=sweep_id)
+        pending: list[Arm] = []
+        for arm in arms:
+            if is_complete(store, sweep_id, arm, config_hash(arm, measurement_identity(self.state, arm, self.reranker))):
+                report.outcomes.append(ArmOutcome(arm, "skipped", message="complete for this config"))
+            else:
+                pending.append(arm)
+        self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - len(pending)} already complete, "
+                  f"{len(pending)} to run on {min(self.workers, max(1, len(pending)))} workers")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        running: dict[str, tuple[Arm, subprocess.Popen[bytes], float, Path]] = {}
+        logs = Path(os.environ.get("TMPDIR", "/tmp"))
+        queue = list(pending)
+        done = 0
+        while queue or running:
+            while queue and len(running) < self.workers:
+                arm = queue.pop(0)
+                log = logs / f"ragsweep-{sweep_id}-{arm.name}.log"
+                with log.open("wb") as fh:
+                    proc = subprocess.Popen(self._command(arm, sweep_id), stdout=fh, stderr=subprocess.STDOUT,
+                                            env=env, cwd=ROOT)
+                running[arm.name] = (arm, proc, time.perf_counter(), log)
+            time.sleep(0.2)
+            for name in list(running):
+                arm, proc, t0, log = running[name]
+                code = proc.poll()
+                if code is None:
+                    continue
+                del running[name]
+                done += 1
+                seconds = time.perf_counter() - t0
+                if code == 0:
+                    report.outcomes.append(ArmOutcome(arm, "published", seconds))
+                    self._say(f"  [{done}/{len(pending)}] {arm.name} ok in {seconds:.1f}s")
+                else:
+                    tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["?"]
+                    report.outcomes.append(ArmOutcome(arm, "failed", seconds, f"exit {code}: {tail[0]}"))
+                    self._say(f"  [{done}/{len(pending)}] {arm.name} FAILED ({tail[0]}); log {log}")
+        report.wall_seconds = time.perf_counter() - started
+        return report
+
+
+def collect_sweep(store: ArtefactStore, sweep_id: str, selector: str, manifest: Path | None) -> str:
+    """Write comparison.md / comparison.json (and the plot) for the sweep; returns the md key."""
+    from harness.sweep.collect import collect
+
+    catalogue = catalogue_for(manifest)
+    arms = select_arms(catalogue, selector)
+    collect(store, sweep_id, arms, families=catalogue.families)
+    return f"sweeps/{sweep_id}/comparison.md"
