@@ -18,7 +18,9 @@ STATE := $(VAR)/states/default-$(BUDGET)-$(SEED)
 QMSUM ?= $(VAR)/corpora/qmsum
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test lint sweep state synth bench clean
+.PHONY: help setup test test-unit lint sweep state synth bench clean
+
+include Makefile.stack
 
 help: ## list every target
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -27,13 +29,17 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 2; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[eval,embed,dev]'
+	$(PY) -m pip install -q -e '.[eval,embed,stack,dev]'
 	touch $(STAMP)
 
 setup: $(STAMP) ## create .venv and install ragsweep with its eval, embed and dev extras
 
-test: $(STAMP) ## run the test suite (starts what it needs; no network)
-	$(PY) -m pytest -q
+test: $(STAMP) ## start the local stack, run every test against it, stop the stack
+	bash stack/up.sh
+	trap 'bash stack/down.sh' EXIT; RAGSWEEP_REQUIRE_STACK=1 $(PY) -m pytest -q
+
+test-unit: $(STAMP) ## the tests that need no service (integration tests that need one skip)
+	$(PY) -m pytest -q -m "not integration"
 
 lint: $(STAMP) ## ruff and mypy
 	$(VENV)/bin/ruff check harness jobs tests benchmarks

@@ -23,6 +23,9 @@ COMMANDS: dict[str, str] = {
     "score": "harness.commands.score",
     "state": "harness.commands.state",
     "bench": "harness.commands.bench",
+    "sweep": "harness.commands.sweep",
+    "agreement": "harness.commands.agreement",
+    "reranker": "harness.commands.reranker",
 }
 
 
@@ -31,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ragsweep",
         description="Measure whether a retrieval change finds the right evidence in meeting transcripts.",
         epilog="Exit codes: 0 ok, 1 internal error, 2 usage, 3 refused to write results, "
-        "4 invalid input data, 5 integrity, 6 licence, 7 validation.",
+        "4 invalid input data, 5 integrity, 6 licence, 7 validation, 8 sweep finished with failed arms.",
     )
     parser.add_argument("--version", action="version", version=f"ragsweep {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

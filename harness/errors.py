@@ -11,6 +11,7 @@ codes are part of the interface (docs/cli.md lists them):
     5  integrity: checksum mismatch, missing or incomplete artefact
     6  licence: a non-publishable corpus without --accept-noncommercial
     7  validation: a generated corpus failed one of its named checks
+    8  partial: a sweep finished, collected, and some arms failed (they are named)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ EXIT_INPUT = 4
 EXIT_INTEGRITY = 5
 EXIT_LICENCE = 6
 EXIT_VALIDATION = 7
+EXIT_PARTIAL = 8
 
 
 class HarnessError(Exception):

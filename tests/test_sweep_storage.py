@@ -1,7 +1,8 @@
 """Artefact stores: atomic puts, the completeness marker, retries; S3 against a real server.
 
-The S3 tests start a real S3-compatible server on loopback (SeaweedFS ``weed`` or ``minio``),
-found through RAGSWEEP_S3_SERVER or on PATH, and skip saying so when there is none. There is
+The S3 tests use the project's stack (S3Proxy, started by `make stack-up`, settings in
+RAGSWEEP_S3_ENDPOINT) or else start a real S3-compatible server on loopback (SeaweedFS ``weed``
+or ``minio``, found through RAGSWEEP_S3_SERVER or on PATH), and skip saying so when there is none. There is
 no mock S3 here: a test that passes against a fake proves the fake.
 """
 
@@ -296,6 +297,9 @@ def _server_binary() -> tuple[str, str] | None:
 @pytest.fixture(scope="module")
 def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     pytest.importorskip("boto3")
+    if os.environ.get("RAGSWEEP_S3_ENDPOINT"):  # the project's stack (make stack-up): S3Proxy on loopback
+        yield os.environ["RAGSWEEP_S3_ENDPOINT"]
+        return
     binary = _server_binary()
     if binary is None:
         pytest.skip("no S3-compatible server binary: set RAGSWEEP_S3_SERVER to a SeaweedFS `weed` or `minio` "
@@ -330,9 +334,10 @@ def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 def s3_store(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> S3Store:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ragsweep-test")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "ragsweep-test-secret")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    if not os.environ.get("RAGSWEEP_S3_ENDPOINT"):  # our own server: its credentials
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ragsweep-test")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "ragsweep-test-secret")
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     store = S3Store("ragsweep-test", s3_endpoint, prefix=f"t-{request.node.name[:40].replace('[', '-')}".rstrip("]"))
     deadline = time.monotonic() + 60
     while True:  # the server takes a moment to accept its first bucket
@@ -382,9 +387,10 @@ def test_s3_list_paginates(s3_store: S3Store) -> None:
 
 @pytest.mark.integration
 def test_s3_missing_bucket_is_not_retried(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ragsweep-test")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "ragsweep-test-secret")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    if not os.environ.get("RAGSWEEP_S3_ENDPOINT"):  # our own server: its credentials
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ragsweep-test")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "ragsweep-test-secret")
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     slept: list[float] = []
     store = S3Store("no-such-bucket-here", s3_endpoint, sleep=slept.append)
     with pytest.raises(StorageError, match="NoSuchBucket"):  # a wrong bucket is not a missing artefact

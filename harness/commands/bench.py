@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def add_retrieval_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("retrieval (an arm is a combination of these)")
-    g.add_argument("--stage", choices=["retrieve", "rerank", "route"], default="retrieve")
+    g.add_argument("--stage", choices=["retrieve", "rerank", "diversify", "route"], default="retrieve",
+                   help="retrieve: the candidate pool; rerank: cross-encoder + diversity_sample; diversify: "
+                   "diversity_sample without the cross-encoder; route: retrieve with the router and digest leg")
     g.add_argument("--scope", choices=["corpus", "gold-files"], default="corpus",
                    help="gold-files restricts to each query's gold files: an oracle upper bound")
     g.add_argument("--size", type=int, default=48,
@@ -48,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def config_from_args(args: argparse.Namespace, control_name: str):  # type: ignore[no-untyped-def]
+def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
     from harness.judge.policy import RelevancePolicy
     from harness.report.bench import BenchConfig
     from harness.retrieval.fusion import parse_fusion_args

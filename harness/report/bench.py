@@ -7,6 +7,9 @@ Stages:
 * ``rerank``: ``retrieve_chunks(query, candidate_pool)``, the cross-encoder over the
   first ``rerank_max_pairs``, then ``diversity_sample(final_chunks,
   max_chunks_per_file)``. The metric ranks exactly that list, in that order.
+* ``diversify``: ``retrieve_chunks(query, candidate_pool)`` then ``diversity_sample``
+  with no cross-encoder — the decomposition that separates what diversity sampling costs
+  on a ranking metric from what the reranker costs. Order-preserving like rerank.
 * ``route``: the retrieve stage with the router in the loop. Summarize-routed queries
   also run the digest leg, recorded beside the ranked list (``digest_leg``), never
   merged into it; the ranked list, and so the metric table, is the retrieve stage's.
@@ -49,9 +52,10 @@ from harness.retrieval.rerank import CrossEncoderReranker, refuse_untrained, rer
 from harness.retrieval.router import route
 from harness.retrieval.window import fusion_window
 
-Stage = Literal["retrieve", "rerank", "route"]
+Stage = Literal["retrieve", "rerank", "diversify", "route"]
 Scope = Literal["corpus", "gold-files"]
-STAGES: tuple[Stage, ...] = ("retrieve", "rerank", "route")
+STAGES: tuple[Stage, ...] = ("retrieve", "rerank", "diversify", "route")
+POOLED_STAGES = frozenset({"rerank", "diversify"})
 SCOPES: tuple[Scope, ...] = ("corpus", "gold-files")
 
 
@@ -80,7 +84,7 @@ class BenchConfig:
             raise UsageError("--stage rerank needs --reranker DIR (cross-encoder weights; see `ragsweep reranker`)")
 
     def retrieval_block(self, reranker: dict[str, Any] | None) -> dict[str, Any]:
-        depth = self.candidate_pool if self.stage == "rerank" else self.size
+        depth = self.candidate_pool if self.stage in POOLED_STAGES else self.size
         block: dict[str, Any] = {
             "backend": "embedded",
             "search_mode": "hybrid",
@@ -91,10 +95,12 @@ class BenchConfig:
             "embedding_text": self.embedding_text,
             "fusion": self.fusion.to_dict(),
         }
-        if self.stage == "rerank":
+        if self.stage in POOLED_STAGES:
             block.update(candidate_pool=self.candidate_pool, final_chunks=self.final_chunks,
-                         max_chunks_per_file=self.max_chunks_per_file, rerank_max_pairs=self.rerank_max_pairs,
-                         order="as the prompt receives it (diversity_sample output)", reranker=reranker)
+                         max_chunks_per_file=self.max_chunks_per_file,
+                         order="as the prompt receives it (diversity_sample output)")
+        if self.stage == "rerank":
+            block.update(rerank_max_pairs=self.rerank_max_pairs, reranker=reranker)
         return block
 
 
@@ -166,6 +172,9 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
             head, tail = pool[: config.rerank_max_pairs], pool[config.rerank_max_pairs:]
             order = rerank_order(reranker.score(query.text, [texts[h.doc_id] for h in head]))
             hits = diversity_sample([head[j] for j in order] + tail, config.final_chunks, config.max_chunks_per_file)
+        elif config.stage == "diversify":
+            pool = retriever.retrieve(query.text, vector, config.candidate_pool, file_uuids=scope)
+            hits = diversity_sample(pool, config.final_chunks, config.max_chunks_per_file)
         else:
             hits = retriever.retrieve(query.text, vector, config.size, file_uuids=scope)
         seconds = time.perf_counter() - t0
@@ -184,7 +193,7 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
                 progress(n, len(judged))
 
     run = Run(ranked={qid: tuple(h.ranked() for h in o.hits) for qid, o in outcomes.items()})
-    normalised = normalise_run(run, "rerank" if config.stage == "rerank" else "retrieve")
+    normalised = normalise_run(run, "rerank" if config.stage in POOLED_STAGES else "retrieve")
     evaluation = evaluate(judgements.qrels, normalised)
     doc_files = {d["id"]: d["file_uuid"] for d in state.index.docs}
     per_file: dict[str, dict[str, float]] = {}

@@ -1,0 +1,91 @@
+"""``ragsweep sweep``: run a family of arms in parallel over one state, then collect."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--arms", default="fusion", help="family names (fusion,budget,pool,diversity,embedding) or all")
+    p.add_argument("--manifest", type=Path, default=None, help="your own arms (JSON, see --emit-manifest)")
+    p.add_argument("--out", default="var/sweeps",
+                   help="artefact store: a local folder, or s3://BUCKET[/PREFIX] (endpoint from --s3-endpoint)")
+    p.add_argument("--s3-endpoint", default=os.environ.get("RAGSWEEP_S3_ENDPOINT"))
+    p.add_argument("--sweep-id", default=None, help="default: {arms}-{state identity[:12]}, so a rerun resumes")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("sweep", help="run arms in parallel over one state and collect comparison tables")
+    sub = p.add_subparsers(dest="sweep_command", metavar="ACTION", required=True)
+    r = sub.add_parser("run", help="run the selected arms (skipping complete ones) and collect")
+    r.add_argument("--state", type=Path, required=True)
+    _common(r)
+    r.add_argument("--executor", choices=["local", "k8s"], default="local")
+    r.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="arms at once (default: core count)")
+    r.add_argument("--reranker", type=Path, default=None, help="cross-encoder directory for rerank-stage arms")
+    r.set_defaults(func=run)
+    c = sub.add_parser("collect", help="(re)write comparison.md/json for a sweep from its artefacts")
+    c.add_argument("--state", type=Path, default=None, help="the state, to derive the default sweep id")
+    _common(c)
+    c.set_defaults(func=collect)
+    e = sub.add_parser("emit-manifest", help="print the built-in arm catalogue as JSON")
+    e.set_defaults(func=emit)
+
+
+def emit(args: argparse.Namespace) -> int:
+    from harness.sweep.catalogue import emit_manifest
+
+    print(emit_manifest(), end="")
+    return 0
+
+
+def _sweep_id(args: argparse.Namespace) -> str:
+    from harness.errors import UsageError
+    from harness.sweep.executor import default_sweep_id, state_identity
+
+    if args.sweep_id:
+        return str(args.sweep_id)
+    if args.state is None:
+        raise UsageError("give --sweep-id or --state")
+    return default_sweep_id(args.arms, state_identity(args.state))
+
+
+def _print_comparison(store_spec: str, key: str) -> None:
+    if not store_spec.startswith("s3://"):
+        print(f"comparison: {Path(store_spec) / key}")
+    else:
+        print(f"comparison: {store_spec.rstrip('/')}/{key}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.errors import EXIT_PARTIAL, UsageError
+    from harness.sweep.catalogue import select_arms
+    from harness.sweep.executor import LocalExecutor, catalogue_for, collect_sweep, open_store
+
+    if args.executor == "k8s":
+        raise UsageError("--executor k8s is not built yet: run with --executor local")
+    arms = select_arms(catalogue_for(args.manifest), args.arms)
+    sweep_id = _sweep_id(args)
+    executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
+                             s3_endpoint=args.s3_endpoint)
+    report = executor.run(arms, sweep_id)
+    key = collect_sweep(open_store(args.out, args.s3_endpoint), sweep_id, args.arms, args.manifest)
+    ran = [o for o in report.outcomes if o.status == "published"]
+    print(f"sweep {sweep_id}: {len(ran)} run, {sum(o.status == 'skipped' for o in report.outcomes)} skipped, "
+          f"{len(report.failed)} failed; wall {report.wall_seconds:.1f}s, sum of arm times "
+          f"{sum(o.seconds for o in ran):.1f}s on {args.workers} workers")
+    for outcome in report.failed:
+        print(f"  failed: {outcome.arm.name}: {outcome.message}", file=sys.stderr)
+    _print_comparison(args.out, key)
+    return EXIT_PARTIAL if report.failed else 0
+
+
+def collect(args: argparse.Namespace) -> int:
+    from harness.sweep.executor import collect_sweep, open_store
+
+    key = collect_sweep(open_store(args.out, args.s3_endpoint), _sweep_id(args), args.arms, args.manifest)
+    _print_comparison(args.out, key)
+    return 0

@@ -1,0 +1,94 @@
+"""Run one arm: a bench invocation from an arm spec, published to the artefact store.
+
+    python -m jobs.arm --state STATE --store DIR|s3://BUCKET/PREFIX --sweep-id ID --arm-json '{...}'
+
+Every flag has an environment twin (RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID,
+RAGSWEEP_ARM, RAGSWEEP_RERANKER, RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS), which is how a
+Job spec passes them. An arm whose complete artefact set for the same config hash is
+already in the store is skipped (exit 0). A failure is published as failed.json (so the
+collector names it) and exits with the error's code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import EXIT_INTERNAL, HarnessError
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    env = os.environ.get
+    p = argparse.ArgumentParser(prog="python -m jobs.arm", description=__doc__.split("\n\n")[0])
+    p.add_argument("--state", type=Path, default=env("RAGSWEEP_STATE"))
+    p.add_argument("--store", default=env("RAGSWEEP_STORE"))
+    p.add_argument("--sweep-id", default=env("RAGSWEEP_SWEEP_ID"))
+    p.add_argument("--arm-json", default=env("RAGSWEEP_ARM"), help="the arm spec {name, family, axis, config}")
+    p.add_argument("--reranker", type=Path, default=env("RAGSWEEP_RERANKER"))
+    p.add_argument("--s3-endpoint", default=env("RAGSWEEP_S3_ENDPOINT"))
+    p.add_argument("--workers", type=int, default=int(env("RAGSWEEP_WORKERS", "1")))
+    args = p.parse_args(argv)
+    missing = [n for n in ("state", "store", "sweep_id", "arm_json") if not getattr(args, n)]
+    if missing:
+        p.error("missing " + ", ".join("--" + m.replace("_", "-") for m in missing) + " (or their RAGSWEEP_* env)")
+    return args
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.commands.bench import config_from_args
+    from harness.commands.bench import register as register_bench
+    from harness.index.embed import SentenceTransformerEmbedder
+    from harness.index.state import State
+    from harness.report.bench import run_bench
+    from harness.sweep.catalogue import Arm, arm_argv, config_hash
+    from harness.sweep.executor import measurement_identity, open_store
+    from harness.sweep.storage import ARM_FILES, is_complete, publish_arm, publish_failure
+
+    arm = Arm.model_validate(json.loads(args.arm_json))
+    store = open_store(args.store, args.s3_endpoint)
+    identity = measurement_identity(args.state, arm, args.reranker)
+    digest = config_hash(arm, identity)
+    if is_complete(store, args.sweep_id, arm, digest):
+        print(f"{arm.name}: complete for config {digest[:12]}, skipped")
+        return 0
+    try:
+        parser = argparse.ArgumentParser()
+        register_bench(parser.add_subparsers())
+        bench_args = parser.parse_args(["bench", "--state", str(args.state), "--control-name", arm.name, "--out", "-",
+                                        "--workers", str(args.workers), *arm_argv(arm),
+                                        *(["--reranker", str(args.reranker)] if args.reranker else [])])
+        config = config_from_args(bench_args, arm.name)
+        state = State.open(args.state)
+        embedder = SentenceTransformerEmbedder(bench_args.embedding_model)
+        with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
+            run_bench(state, config, embedder, Path(tmp))
+            files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in ARM_FILES}
+        publish_arm(store, args.sweep_id, arm, digest, files, state_identity=identity)
+    except BaseException as e:
+        message = str(e) if isinstance(e, HarnessError) else f"{type(e).__name__}: {e}"
+        publish_failure(store, args.sweep_id, arm, digest, message)
+        if not isinstance(e, HarnessError):
+            traceback.print_exc()
+        print(f"{arm.name}: failed: {message}", file=sys.stderr)
+        return e.exit_code if isinstance(e, HarnessError) else EXIT_INTERNAL
+    print(f"{arm.name}: published ({digest[:12]})")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        return run(args)
+    except HarnessError as e:
+        print(f"jobs.arm: error: {e}", file=sys.stderr)
+        return e.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""Test-wide set-up: the local stack's connection settings, when `make stack-up` has run.
+
+`make test` starts the real services (stack/up.sh) before pytest; their settings are in
+RAGSWEEP_STACK_DIR/stack.env (default var/stack/stack.env). They are loaded here without
+overriding anything already set, so integration tests find the services the project's own
+scripts started.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_stack_env() -> None:
+    env_file = Path(os.environ.get("RAGSWEEP_STACK_DIR") or REPO_ROOT / "var" / "stack") / "stack.env"
+    if not env_file.is_file():
+        return
+    for line in env_file.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export "):]
+        key, sep, value = line.partition("=")
+        if sep:
+            os.environ.setdefault(key.strip(), value.strip().strip("'\""))
+
+
+_load_stack_env()
