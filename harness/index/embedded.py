@@ -23,24 +23,20 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from harness.errors import InputDataError, IntegrityError, UsageError
+from harness.index.backend import DocRecord, LegHit
 from harness.index.documents import EmbeddingTextMode, IndexDoc, embedding_text
 from harness.index.embed import Embedder
 
 INDEX_VERSION = 1
 _QUERY_SAFE = re.compile(r"[^\w]+", re.UNICODE)
 
-
-@dataclass(frozen=True)
-class LegHit:
-    row: int
-    score: float
 
 
 def _schema() -> Any:
@@ -77,7 +73,7 @@ def build_index(
         embedding_block: dict[str, Any] = {}
         for mode, embedder in sorted(embedders.items()):
             texts = [embedding_text(d, mode) for d in docs]
-            matrix = np.lib.format.open_memmap(  # type: ignore[no-untyped-call]
+            matrix = np.lib.format.open_memmap(
                 tmp / f"vectors-{mode}.npy", mode="w+", dtype=np.float32, shape=(len(docs), embedder.dimension)
             )
             for lo in range(0, len(texts), encode_batch):
@@ -108,7 +104,7 @@ def build_index(
             "digest_documents": sum(1 for d in docs if d.doc_type == "digest"),
             "files": len({d.file_uuid for d in docs}),
             "embedding": embedding_block,
-            "backend": {"name": "embedded", "bm25": str(tantivy.__version__),
+            "backend": {"name": "embedded", "bm25": str(getattr(tantivy, "__version__", "tantivy")),
                         "vector": "exact cosine, score (1+cos)/2, float32"},
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -146,10 +142,26 @@ class EmbeddedIndex:
         self._vectors: dict[str, np.ndarray] = {}
         files = sorted({d["file_uuid"] for d in self.docs})
         self.file_ids = {f: i for i, f in enumerate(files)}
+        self._row_of = {d["id"]: i for i, d in enumerate(self.docs)}
         self._row_file = np.array([self.file_ids[d["file_uuid"]] for d in self.docs], dtype=np.int32)
         self._row_is_chunk = np.array([d["doc_type"] == "chunk" for d in self.docs], dtype=bool)
 
+    name = "embedded"
+
     # -- documents ---------------------------------------------------------------------------
+    def record(self, doc_id: str) -> DocRecord:
+        d = self.docs[self._row_of[doc_id]]
+        return DocRecord(id=d["id"], file_uuid=d["file_uuid"], chunk_index=d["chunk_index"], doc_type=d["doc_type"],
+                         speaker=d["speaker"], content=d["content"])
+
+    def embedding_models(self, mode: EmbeddingTextMode) -> list[str | None]:
+        return [d["embedding_model"].get(mode) for d in self.docs]
+
+    def describe(self) -> dict[str, Any]:
+        return {"_meta": self.meta["_meta"], "backend": self.meta["backend"], "documents": self.meta["documents"],
+                "chunk_documents": self.meta["chunk_documents"], "digest_documents": self.meta["digest_documents"],
+                "files": self.meta["files"]}
+
     def vectors(self, mode: EmbeddingTextMode) -> np.ndarray:
         if mode not in self.meta["embedding"]:
             raise UsageError(
@@ -187,8 +199,9 @@ class EmbeddedIndex:
             [(tantivy.Occur.Must, text_query), *self._filter_query(doc_type, file_uuids, speaker)]
         )
         result = self._searcher.search(query, limit=k, count=False)
-        hits = [LegHit(row=int(self._searcher.doc(addr)["row"][0]), score=float(score)) for score, addr in result.hits]
-        return sorted(hits, key=lambda h: (-h.score, h.row))
+        rows = sorted(((float(score), int(self._searcher.doc(addr)["row"][0])) for score, addr in result.hits),
+                      key=lambda h: (-h[0], h[1]))
+        return [LegHit(doc_id=self.docs[row]["id"], score=score) for score, row in rows]
 
     def knn(self, query_vector: np.ndarray, k: int, *, mode: EmbeddingTextMode, doc_type: str = "chunk",
             file_uuids: Sequence[str] | None = None, speaker: str | None = None) -> list[LegHit]:
@@ -207,14 +220,14 @@ class EmbeddedIndex:
         take = min(k, rows.size)
         top = np.argpartition(-scores, take - 1)[:take] if take < rows.size else np.arange(rows.size)
         order = sorted(top.tolist(), key=lambda i: (-scores[i], int(rows[i])))
-        return [LegHit(row=int(rows[i]), score=float(scores[i])) for i in order]
+        return [LegHit(doc_id=self.docs[int(rows[i])]["id"], score=float(scores[i])) for i in order]
 
     # -- aggregations (answers engine) ----------------------------------------------------------
     def phrase_file_buckets(self, phrase: str, *, size: int = 10_000) -> dict[str, int]:
         """file_uuid -> matching chunk documents for an exact phrase; raises if truncated."""
         import tantivy
 
-        words = [w for w in _QUERY_SAFE.sub(" ", phrase.casefold()).split() if w]
+        words: list[str | tuple[int, str]] = [w for w in _QUERY_SAFE.sub(" ", phrase.casefold()).split() if w]
         if not words:
             raise UsageError("empty phrase")
         schema = self._index.schema

@@ -100,6 +100,12 @@ def build_state(
     return state
 
 
+def doc_from_record(record: dict[str, Any]) -> IndexDoc:
+    fields: dict[str, Any] = {k: v for k, v in record.items() if k in IndexDoc.__dataclass_fields__}
+    fields["roster"] = tuple(fields["roster"])
+    return IndexDoc(**fields)
+
+
 @dataclass
 class State:
     """An opened, read-only corpus state."""
@@ -124,9 +130,7 @@ class State:
         return cls(path=path, manifest=manifest, corpora=corpora, index=EmbeddedIndex(path / "index"))
 
     def chunks(self) -> list[Chunk]:
-        return [IndexDoc(**{k: (tuple(v) if k == "roster" else v) for k, v in d.items()
-                            if k in IndexDoc.__dataclass_fields__}).chunk()
-                for d in self.index.docs if d["doc_type"] == "chunk"]
+        return [doc_from_record(d).chunk() for d in self.index.docs if d["doc_type"] == "chunk"]
 
     def store_path(self) -> Path:
         return self.path / "store.sqlite"

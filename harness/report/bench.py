@@ -133,14 +133,9 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     if embedding is None:
         state.index.vectors(config.embedding_text)  # raises with the rebuild hint
     index_block = {
-        **survey((d["embedding_model"].get(config.embedding_text) for d in state.index.docs),
-                 dimension=embedding["dimension"], configured=embedder.identity),
-        "_meta": state.index.meta["_meta"],
-        "backend": state.index.meta["backend"],
-        "documents": state.index.meta["documents"],
-        "chunk_documents": state.index.meta["chunk_documents"],
-        "digest_documents": state.index.meta["digest_documents"],
-        "files": state.index.meta["files"],
+        **survey(state.index.embedding_models(config.embedding_text), dimension=embedding["dimension"],
+                 configured=embedder.identity),
+        **state.index.describe(),
         "embedding_text": config.embedding_text,
     }
     refuse_mixed(index_block)

@@ -43,12 +43,12 @@ def write_files(out_dir: Path, contents: Mapping[str, str]) -> list[Path]:
     staged: list[tuple[str, Path]] = []
     try:
         for name, text in contents.items():
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(text)
                 fh.flush()
                 os.fsync(fh.fileno())
-            staged.append((name, Path(tmp)))
+            staged.append((name, Path(tmp_name)))
     except BaseException:
         for _name, tmp in staged:
             tmp.unlink(missing_ok=True)

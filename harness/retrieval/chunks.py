@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from harness.index.backend import LegHit, SearchBackend
 from harness.index.documents import EmbeddingTextMode
-from harness.index.embedded import EmbeddedIndex, LegHit
 from harness.model import DocType, RankedDoc
 from harness.retrieval.fusion import FusionConfig, fuse
 from harness.retrieval.window import fusion_window
@@ -28,7 +27,6 @@ class Hit:
     chunk_index: int
     doc_type: DocType
     score: float
-    row: int
 
     def ranked(self) -> RankedDoc:
         return RankedDoc(doc_id=self.doc_id, score=self.score, doc_type=self.doc_type, file_uuid=self.file_uuid,
@@ -37,14 +35,17 @@ class Hit:
 
 @dataclass
 class HybridRetriever:
-    index: EmbeddedIndex
+    index: SearchBackend
     embedding_text: EmbeddingTextMode
     fusion: FusionConfig
 
-    def _hit(self, row: int, score: float) -> Hit:
-        d: dict[str, Any] = self.index.docs[row]
-        return Hit(doc_id=d["id"], file_uuid=d["file_uuid"], chunk_index=d["chunk_index"], doc_type=d["doc_type"],
-                   score=score, row=row)
+    def _hit(self, doc_id: str, score: float) -> Hit:
+        d = self.index.record(doc_id)
+        return Hit(doc_id=d.id, file_uuid=d.file_uuid, chunk_index=d.chunk_index, doc_type=d.doc_type, score=score)
+
+    def _fusion_id(self, doc_id: str) -> str:
+        d = self.index.record(doc_id)
+        return f"{d.file_uuid}\t{d.chunk_index:09d}"
 
     def legs(self, text: str, vector: np.ndarray, depth: int, *, doc_type: str = "chunk",
              file_uuids: Sequence[str] | None = None, speaker: str | None = None
@@ -58,7 +59,9 @@ class HybridRetriever:
                  file_uuids: Sequence[str] | None = None, speaker: str | None = None) -> list[Hit]:
         bm25, knn = self.legs(text, vector, fusion_window(size), doc_type=doc_type, file_uuids=file_uuids,
                               speaker=speaker)
-        # zero-padded rows: the fusion's id tie-break then follows (file_uuid, chunk_index),
-        # the same order the measurement's tie policy uses, so the cut at `size` agrees with it
-        fused = fuse(self.fusion, [(f"{h.row:09d}", h.score) for h in bm25], [(f"{h.row:09d}", h.score) for h in knn])
-        return [self._hit(int(row), float(score)) for row, score in fused[:size]]
+        # fusion breaks equal fused scores by id: ids of the form "file_uuid<TAB>chunk_index" make
+        # that the measurement's own tie order, so the cut at `size` agrees with how ties are scored
+        ids = {self._fusion_id(h.doc_id): h.doc_id for h in [*bm25, *knn]}
+        fused = fuse(self.fusion, [(self._fusion_id(h.doc_id), h.score) for h in bm25],
+                     [(self._fusion_id(h.doc_id), h.score) for h in knn])
+        return [self._hit(ids[key], float(score)) for key, score in fused[:size]]

@@ -127,7 +127,8 @@ class LocalExecutor:
         report = SweepReport(sweep_id=sweep_id)
         pending: list[Arm] = []
         for arm in arms:
-            if is_complete(store, sweep_id, arm, config_hash(arm, measurement_identity(self.state, arm, self.reranker))):
+            digest = config_hash(arm, measurement_identity(self.state, arm, self.reranker))
+            if is_complete(store, sweep_id, arm, digest):
                 report.outcomes.append(ArmOutcome(arm, "skipped", message="complete for this config"))
             else:
                 pending.append(arm)
