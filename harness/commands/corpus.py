@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 # corpus name -> its reader. A new corpus is one line here (plus its module).
 READERS: dict[str, str] = {
     "qmsum": "harness.corpora.qmsum:read_qmsum",
-    # "synthetic": "harness.synthetic.adapter:read_synthetic",
+    "synthetic": "harness.synthetic.adapter:read_synthetic",
 }
 
 

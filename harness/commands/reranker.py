@@ -31,14 +31,14 @@ def train(args: argparse.Namespace) -> int:
     from harness.commands.corpus import read_corpus
     from harness.errors import UsageError
     from harness.retrieval.train import train_reranker
-    from harness.synthetic.folders import generate_corpus
+    from harness.synthetic.pipeline import generate_corpus
 
     if args.corpus_seed in EVALUATION_SEEDS:
         raise UsageError(f"--corpus-seed {args.corpus_seed} is an evaluation corpus's seed; training on it "
                          "would leak the test set into the reranker")
     with tempfile.TemporaryDirectory(prefix="ragsweep-reranker-corpus-") as tmp:
         folder = Path(tmp) / "corpus"
-        generate_corpus(args.corpus_seed, args.meetings, folder)
+        generate_corpus(folder, seed=args.corpus_seed, meetings=args.meetings)
         corpus = read_corpus("synthetic", folder)
         provenance = train_reranker(corpus, args.out, seed=args.seed, base=args.base, steps=args.steps)
     print(json.dumps(provenance, indent=2, sort_keys=True))
