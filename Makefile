@@ -18,7 +18,7 @@ STATE := $(VAR)/states/default-$(BUDGET)-$(SEED)
 QMSUM ?= $(VAR)/corpora/qmsum
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-unit lint sweep state synth bench clean
+.PHONY: help setup test test-unit lint sweep state synth bench baselines-check clean
 
 include Makefile.stack
 
@@ -61,9 +61,12 @@ state: $(STATE)/state.json ## build the default corpus state (synthetic, plus QM
 sweep: $(STATE)/state.json ## run the ARMS family (fusion|budget|pool|all) over the default state and collect
 	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor $(EXECUTOR) --workers $(WORKERS) --out $(VAR)/sweeps
 
-bench: $(STAMP) ## benchmarks: synthetic generation, index build vs raw encode, retrieval latency
+bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs raw encode, retrieval latency
 	$(PY) benchmarks/bench_synthetic.py
 	$(PY) benchmarks/bench_index.py --state $(STATE)
+
+baselines-check: $(STAMP) ## re-derive every re-derivable baseline and compare byte for byte (CI=1: the ci ones)
+	$(PY) -m harness.sweep.baselines check $(if $(CI),--ci)
 
 clean: ## remove generated corpora, states and sweeps (keeps .venv)
 	rm -rf $(VAR)

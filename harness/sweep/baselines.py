@@ -1,0 +1,138 @@
+"""Committed baselines: re-derive them and compare byte for byte.
+
+Each ``baselines/<control-name>/`` holds the committed results (metrics.json,
+metrics.md, answers.md when present) and ``baseline.json``::
+
+    {"status": "re-derivable" | "historical",
+     "why": "...",
+     "ci": true,                       # re-derived by CI on every run
+     "commands": [["ragsweep", "synth", "generate", ..., "--out", "{work}/full"], ...],
+     "results": "{work}/out",          # where the last command writes the results
+     "files": ["metrics.json", "metrics.md"]}
+
+``{work}`` is a scratch folder per baseline. ``check`` runs the commands and compares
+every listed file with the committed one; any byte that differs fails the check and is
+named. A historical baseline is never re-run: re-running it would replace a measurement
+of one index with a measurement of another under the same name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.errors import EXIT_INTEGRITY, HarnessError, InputDataError
+
+ROOT = Path(__file__).resolve().parents[2]
+BASELINES = ROOT / "baselines"
+
+
+def load(folder: Path) -> dict[str, Any]:
+    spec_path = folder / "baseline.json"
+    try:
+        spec = json.loads(spec_path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise InputDataError(f"{spec_path}: missing") from e
+    except json.JSONDecodeError as e:
+        raise InputDataError(f"{spec_path}:{e.lineno}: not JSON ({e.msg})") from e
+    for key in ("status", "why", "files"):
+        if key not in spec:
+            raise InputDataError(f"{spec_path}: field {key} is missing")
+    if spec["status"] not in ("re-derivable", "historical"):
+        raise InputDataError(f"{spec_path}: field status must be re-derivable or historical")
+    if spec["status"] == "re-derivable" and not spec.get("commands"):
+        raise InputDataError(f"{spec_path}: a re-derivable baseline needs commands")
+    return dict(spec)
+
+
+def _expand(argv: Sequence[str], work: Path) -> list[str]:
+    out = [a.replace("{work}", str(work)) for a in argv]
+    if out and out[0] == "ragsweep":
+        out = [sys.executable, "-m", "harness", *out[1:]]
+    return out
+
+
+def derive(folder: Path, work: Path) -> Path:
+    spec = load(folder)
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    for argv in spec["commands"]:
+        command = _expand(argv, work)
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["?"]
+            raise HarnessError(f"{folder.name}: `{' '.join(argv)}` exited {done.returncode}: {tail[0]}")
+    return Path(spec["results"].replace("{work}", str(work)))
+
+
+def compare(folder: Path, results: Path, files: Sequence[str]) -> list[str]:
+    problems = []
+    for name in files:
+        committed, derived = folder / name, results / name
+        if not derived.is_file():
+            problems.append(f"{folder.name}/{name}: not produced by the commands")
+            continue
+        if committed.read_bytes() != derived.read_bytes():
+            diff = difflib.unified_diff(committed.read_text(encoding="utf-8").splitlines(),
+                                        derived.read_text(encoding="utf-8").splitlines(), "committed", "derived",
+                                        lineterm="", n=0)
+            first = next((line for line in list(diff)[2:] if line.startswith(("-", "+"))), "")
+            problems.append(f"{folder.name}/{name}: differs from a fresh derivation (first change: {first[:160]})")
+    return problems
+
+
+def check(names: Sequence[str], *, ci_only: bool, work_root: Path) -> int:
+    folders = sorted(p for p in BASELINES.iterdir() if (p / "baseline.json").is_file())
+    if names:
+        folders = [f for f in folders if f.name in names]
+    problems: list[str] = []
+    checked = 0
+    for folder in folders:
+        spec = load(folder)
+        if spec["status"] != "re-derivable" or (ci_only and not spec.get("ci")):
+            print(f"skip   {folder.name} ({spec['status']}{'' if spec.get('ci') else ', not in CI'})")
+            continue
+        results = derive(folder, work_root / folder.name)
+        found = compare(folder, results, spec["files"])
+        checked += 1
+        print(f"{'FAIL' if found else 'ok'}     {folder.name}")
+        problems += found
+    for p in problems:
+        print(f"  {p}", file=sys.stderr)
+    if checked == 0:
+        print("no baseline was checked", file=sys.stderr)
+        return EXIT_INTEGRITY
+    return EXIT_INTEGRITY if problems else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m harness.sweep.baselines")
+    p.add_argument("command", choices=["check", "derive"])
+    p.add_argument("names", nargs="*")
+    p.add_argument("--ci", action="store_true", help="only the baselines marked ci")
+    p.add_argument("--work", type=Path, default=ROOT / "var" / "baselines-work")
+    args = p.parse_args(argv)
+    try:
+        if args.command == "derive":
+            for name in args.names:
+                results = derive(BASELINES / name, args.work / name)
+                for file in load(BASELINES / name)["files"]:
+                    shutil.copyfile(results / file, BASELINES / name / file)
+                print(f"derived {name}")
+            return 0
+        return check(args.names, ci_only=args.ci, work_root=args.work)
+    except HarnessError as e:
+        print(f"baselines: error: {e}", file=sys.stderr)
+        return e.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The local executor: parallel arms over one state, idempotent resume, failures named.
+
+Runs real jobs.arm subprocesses over a state built from the QMSum-format fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import EXIT_PARTIAL
+from harness.sweep.catalogue import load_manifest
+from harness.sweep.executor import LocalExecutor, collect_sweep, open_store
+
+FIXTURE = Path(__file__).parent / "fixtures" / "qmsum"
+pytestmark = pytest.mark.integration
+
+MANIFEST = {
+    "schema": "ragsweep.catalogue/1",
+    "families": [{
+        "name": "mini",
+        "control": "rrf-30-default",
+        "arms": [
+            {"name": "rrf-30-default", "family": "mini", "axis": "control", "config": {}},
+            {"name": "rrf-60", "family": "mini", "axis": "rank_constant", "config": {"fusion": "rrf", "rank_constant": 60}},
+            {"name": "norm-minmax-arith", "family": "mini", "axis": "normalization",
+             "config": {"fusion": "normalization", "normalization_technique": "min_max",
+                        "combination_technique": "arithmetic_mean"}},
+        ],
+    }],
+}
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("sentence_transformers")
+    out = tmp_path_factory.mktemp("sweep") / "state"
+    assert main(["state", "build", "--corpus", f"qmsum={FIXTURE}", "--manifest", f"qmsum={FIXTURE / 'SOURCES.tsv'}",
+                 "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture
+def manifest(tmp_path: Path) -> Path:
+    path = tmp_path / "arms.json"
+    path.write_text(json.dumps(MANIFEST))
+    return path
+
+
+def test_resume_runs_only_the_missing_arm_and_collect_names_it(state: Path, manifest: Path, tmp_path: Path) -> None:
+    arms = list(load_manifest(manifest).arms)
+    store_root = tmp_path / "store"
+    executor = LocalExecutor(state=state, store_spec=str(store_root), workers=2, quiet=True)
+    first = executor.run(arms, "s1")
+    assert sorted(o.status for o in first.outcomes) == ["published"] * 3
+
+    # as if rrf-60's process had been killed before it published anything
+    shutil.rmtree(store_root / "sweeps" / "s1" / "mini" / "rrf-60")
+    collect_sweep(open_store(str(store_root)), "s1", "mini", manifest)
+    comparison = json.loads((store_root / "sweeps" / "s1" / "comparison.json").read_text())
+    family = next(f for f in comparison["families"] if f["name"] == "mini")
+    assert [m["arm"] for m in family["missing"]] == ["rrf-60"]
+    assert "rrf-60" in (store_root / "sweeps" / "s1" / "comparison.md").read_text()
+
+    second = executor.run(arms, "s1")
+    assert {o.arm.name: o.status for o in second.outcomes} == {
+        "rrf-30-default": "skipped", "rrf-60": "published", "norm-minmax-arith": "skipped"}
+
+
+def test_a_failing_arm_is_reported_and_the_others_complete(state: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    broken = json.loads(json.dumps(MANIFEST))
+    broken["families"][0]["arms"][1]["config"] = {"fusion": "normalization", "combination_weights": "0.705,0.295"}
+    path = tmp_path / "arms.json"
+    path.write_text(json.dumps(broken))
+    store_root = tmp_path / "store"
+    code = main(["sweep", "run", "--state", str(state), "--arms", "mini", "--manifest", str(path),
+                 "--out", str(store_root), "--sweep-id", "s2", "--workers", "2"])
+    assert code == EXIT_PARTIAL
+    err = capsys.readouterr().err
+    assert "failed: rrf-60" in err and "Unusable --fusion configuration" in err
+    failed = json.loads((store_root / "sweeps" / "s2" / "mini" / "rrf-60" / "failed.json").read_text())
+    assert "Unusable --fusion configuration" in failed["error"]
+    comparison = (store_root / "sweeps" / "s2" / "comparison.md").read_text()
+    assert "rrf-60" in comparison and "failed" in comparison
+    assert (store_root / "sweeps" / "s2" / "mini" / "norm-minmax-arith" / "complete.json").is_file()
