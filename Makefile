@@ -34,9 +34,9 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## create .venv and install ragsweep with its eval, embed and dev extras
 
-test: $(STAMP) ## start the local stack, run every test against it, stop the stack
+test: $(STAMP) ## start the local stack, run every test against it, re-derive the CI baseline, stop the stack
 	bash stack/up.sh
-	trap 'bash stack/down.sh' EXIT; RAGSWEEP_REQUIRE_STACK=1 $(PY) -m pytest -q
+	trap 'bash stack/down.sh' EXIT; RAGSWEEP_REQUIRE_STACK=1 $(PY) -m pytest -q && $(PY) -m harness.sweep.baselines check --ci
 
 test-unit: $(STAMP) ## the tests that need no service (integration tests that need one skip)
 	$(PY) -m pytest -q -m "not integration"
