@@ -21,20 +21,21 @@ QMSUM ?= $(VAR)/corpora/qmsum
 .PHONY: help setup test test-unit lint sweep state synth bench baselines-check clean
 
 include Makefile.stack
+include Makefile.k8s
 
 help: ## list every target
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 2; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[eval,embed,stack,dev]'
+	$(PY) -m pip install -q -e '.[eval,embed,stack,k8s,dev]'
 	touch $(STAMP)
 
 setup: $(STAMP) ## create .venv and install ragsweep with its eval, embed and dev extras
 
-test: $(STAMP) ## start the local stack, run every test against it, re-derive the CI baseline, stop the stack
+test: $(STAMP) k8s-tools ## start the local stack, run every test against it, re-derive the CI baseline, stop the stack
 	bash stack/up.sh
 	trap 'bash stack/down.sh' EXIT; RAGSWEEP_REQUIRE_STACK=1 $(PY) -m pytest -q && $(PY) -m harness.sweep.baselines check --ci
 
@@ -58,8 +59,12 @@ $(STATE)/state.json: $(SYNTH)/corpus.json
 
 state: $(STATE)/state.json ## build the default corpus state (synthetic, plus QMSum when fetched into var/corpora/qmsum)
 
-sweep: $(STATE)/state.json ## run the ARMS family (fusion|budget|pool|all) over the default state and collect
-	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor $(EXECUTOR) --workers $(WORKERS) --out $(VAR)/sweeps
+sweep: $(STATE)/state.json ## run the ARMS family (fusion|budget|pool|diversity|embedding|all) over the default state and collect (EXECUTOR=k8s: see docs/kubernetes.md)
+ifeq ($(EXECUTOR),k8s)
+	$(MAKE) sweep-k8s ARMS=$(ARMS)
+else
+	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor local --workers $(WORKERS) --out $(VAR)/sweeps $(if $(RERANKER),--reranker $(RERANKER))
+endif
 
 bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs raw encode, retrieval latency
 	$(PY) benchmarks/bench_synthetic.py

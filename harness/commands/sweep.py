@@ -61,12 +61,14 @@ def _print_comparison(store_spec: str, key: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.errors import EXIT_PARTIAL, UsageError
+    from harness.errors import EXIT_PARTIAL
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import LocalExecutor, catalogue_for, collect_sweep, open_store
 
     if args.executor == "k8s":
-        raise UsageError("--executor k8s is not built yet: run with --executor local")
+        from harness.sweep.k8s.executor import run_from_args
+
+        return run_from_args(args)
     arms = select_arms(catalogue_for(args.manifest), args.arms)
     sweep_id = _sweep_id(args)
     executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,

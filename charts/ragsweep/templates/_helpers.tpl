@@ -1,0 +1,205 @@
+{{/* Chart name, truncated to the 63 characters a label value allows. */}}
+{{- define "ragsweep.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Full name: the release name, plus the chart name unless the release already carries it. */}}
+{{- define "ragsweep.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ragsweep.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels every object carries. */}}
+{{- define "ragsweep.labels" -}}
+helm.sh/chart: {{ include "ragsweep.chart" . }}
+{{ include "ragsweep.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: ragsweep
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels; a component adds app.kubernetes.io/component beside them. */}}
+{{- define "ragsweep.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ragsweep.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Component name: "<fullname>-<component>". Call with (list $ "component"). */}}
+{{- define "ragsweep.component" -}}
+{{- printf "%s-%s" (include "ragsweep.fullname" (index . 0)) (index . 1) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* An image reference: repository:tag, then @digest when one is pinned. */}}
+{{- define "ragsweep.image" -}}
+{{- if .digest -}}
+{{- printf "%s:%s@%s" .repository .tag .digest -}}
+{{- else -}}
+{{- printf "%s:%s" .repository .tag -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A ragsweep image by digest alone (what Jobs run): repository@sha256:... */}}
+{{- define "ragsweep.digestImage" -}}
+{{- printf "%s@%s" .repository .digest -}}
+{{- end -}}
+
+{{- define "ragsweep.postgresql.secretName" -}}
+{{- default (include "ragsweep.component" (list . "postgresql")) .Values.postgresql.existingSecret -}}
+{{- end -}}
+
+{{- define "ragsweep.redis.secretName" -}}
+{{- default (include "ragsweep.component" (list . "redis")) .Values.redis.existingSecret -}}
+{{- end -}}
+
+{{- define "ragsweep.objectStore.secretName" -}}
+{{- default (include "ragsweep.component" (list . "object-store")) .Values.objectStore.existingSecret -}}
+{{- end -}}
+
+{{- define "ragsweep.objectStore.endpoint" -}}
+{{- if eq .Values.objectStore.mode "internal" -}}
+{{- printf "http://%s:9000" (include "ragsweep.component" (list . "object-store")) -}}
+{{- else -}}
+{{- .Values.objectStore.endpoint -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ragsweep.objectStore.url" -}}
+{{- if .Values.objectStore.prefix -}}
+{{- printf "s3://%s/%s" .Values.objectStore.bucket (trimAll "/" .Values.objectStore.prefix) -}}
+{{- else -}}
+{{- printf "s3://%s" .Values.objectStore.bucket -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Connection settings every harness pod shares; credentials enter by secretKeyRef only. */}}
+{{- define "ragsweep.stackEnv" -}}
+- name: RAGSWEEP_STORE
+  value: {{ include "ragsweep.objectStore.url" . | quote }}
+- name: RAGSWEEP_S3_ENDPOINT
+  value: {{ include "ragsweep.objectStore.endpoint" . | quote }}
+- name: AWS_DEFAULT_REGION
+  value: {{ .Values.objectStore.region | quote }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "ragsweep.objectStore.secretName" . }}
+      key: {{ .Values.objectStore.accessKeyIdKey }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "ragsweep.objectStore.secretName" . }}
+      key: {{ .Values.objectStore.secretAccessKeyKey }}
+- name: RAGSWEEP_OPENSEARCH_URL
+  value: {{ printf "http://%s:9200" (include "ragsweep.component" (list . "opensearch")) | quote }}
+- name: RAGSWEEP_OPENSEARCH_KNN_ENGINE
+  value: {{ .Values.opensearch.knnEngine | quote }}
+- name: PGPASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "ragsweep.postgresql.secretName" . }}
+      key: {{ .Values.postgresql.passwordKey }}
+- name: RAGSWEEP_PG_DSN
+  value: {{ printf "postgresql://%s@%s:5432/%s" .Values.postgresql.user (include "ragsweep.component" (list . "postgresql")) .Values.postgresql.database | quote }}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "ragsweep.redis.secretName" . }}
+      key: {{ .Values.redis.passwordKey }}
+- name: RAGSWEEP_REDIS_URL
+  value: {{ printf "redis://:$(REDIS_PASSWORD)@%s:6379/0" (include "ragsweep.component" (list . "redis")) | quote }}
+- name: HF_HUB_OFFLINE
+  value: "1"
+- name: TRANSFORMERS_OFFLINE
+  value: "1"
+- name: XDG_CACHE_HOME
+  value: /tmp/cache
+- name: MPLCONFIGDIR
+  value: /tmp/matplotlib
+{{- end -}}
+
+{{/* Container security context of every pod this chart runs. */}}
+{{- define "ragsweep.containerSecurityContext" -}}
+runAsNonRoot: true
+allowPrivilegeEscalation: false
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* A generated secret value kept across upgrades: the live Secret's value when there is one. */}}
+{{- define "ragsweep.secretValue" -}}
+{{- $root := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- $key := index . 2 -}}
+{{- $live := lookup "v1" "Secret" $root.Release.Namespace $name -}}
+{{- if and $live $live.data (hasKey $live.data $key) -}}
+{{- index $live.data $key -}}
+{{- else -}}
+{{- randAlphaNum 32 | b64enc -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Every problem with the values, collected and reported in one failure. */}}
+{{- define "ragsweep.validateValues" -}}
+{{- $problems := list -}}
+{{- $digest := "^sha256:[0-9a-f]{64}$" -}}
+{{- $required := list "cpu" "worker" "gpu" -}}
+{{- if .Values.workers.embedding.gpu -}}{{- $required = append $required "gpuWorker" -}}{{- end -}}
+{{- range $name := $required -}}
+{{- $image := index $.Values.images $name -}}
+{{- if not (regexMatch $digest $image.digest) -}}
+{{- $problems = append $problems (printf "images.%s.digest: %q is not a sha256 digest; the Jobs run by digest only (images/build.sh prints them: --set images.%s.digest=sha256:...)" $name $image.digest $name) -}}
+{{- end -}}
+{{- end -}}
+{{- range $name := list "opensearch" "postgresql" "redis" "objectStore" -}}
+{{- $image := (index $.Values $name).image -}}
+{{- if and $image.digest (not (regexMatch $digest $image.digest)) -}}
+{{- $problems = append $problems (printf "%s.image.digest: %q is not a sha256 digest (leave it empty to pull by tag)" $name $image.digest) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq .Values.objectStore.mode "external" -}}
+{{- if not .Values.objectStore.endpoint -}}
+{{- $problems = append $problems "objectStore.endpoint: required when objectStore.mode is external" -}}
+{{- end -}}
+{{- if not .Values.objectStore.existingSecret -}}
+{{- $problems = append $problems "objectStore.existingSecret: required when objectStore.mode is external (the chart never generates credentials for a store it does not run)" -}}
+{{- end -}}
+{{- else if .Values.objectStore.endpoint -}}
+{{- $problems = append $problems "objectStore.endpoint: set only for mode external (internal uses the in-namespace server)" -}}
+{{- end -}}
+{{- if and .Values.workers.embedding.gpu (lt (int .Values.gpu.count) 1) -}}
+{{- $problems = append $problems "gpu.count: must be at least 1 when workers.embedding.gpu is true" -}}
+{{- end -}}
+{{- if not .Values.corpus.names -}}
+{{- $problems = append $problems "corpus.names: name at least one corpus to inject" -}}
+{{- end -}}
+{{- if ne (len .Values.corpus.names) (len (uniq .Values.corpus.names)) -}}
+{{- $problems = append $problems "corpus.names: a corpus is named twice" -}}
+{{- end -}}
+{{- range $key, $value := .Values.gpu.nodeSelector -}}
+{{- if hasKey $.Values.arm.nodeSelector $key -}}
+{{- if eq (toString (index $.Values.arm.nodeSelector $key)) (toString $value) -}}
+{{- $problems = append $problems (printf "arm.nodeSelector.%s: equals gpu.nodeSelector.%s, so CPU arms would land on GPU nodes" $key $key) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if gt (int .Values.jobs.parallelism) 64 -}}
+{{- $problems = append $problems "jobs.parallelism: at most 64 Jobs at once (the launcher's watch and the API server's patience)" -}}
+{{- end -}}
+{{- if $problems -}}
+{{- fail (printf "\n\nragsweep: %d problem(s) with the values:\n  - %s\n" (len $problems) (join "\n  - " $problems)) -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,277 @@
+"""Pure builders: an arm (or a collection) in, a typed ``V1Job`` out. No API calls, no I/O.
+
+Every Job carries backoffLimit, activeDeadlineSeconds, ttlSecondsAfterFinished and a pod
+that never restarts in place (restartPolicy Never, so a retry is a new pod the Job
+controller counts), the ``app.kubernetes.io/*`` labels and ``ragsweep.io/sweep-id``,
+``/family`` and ``/arm`` (label-safe; the exact values are annotations). The image is
+referenced by digest. The container runs ``python -m jobs.arm`` with no arguments: every
+input is one of that entrypoint's RAGSWEEP_* environment twins, and credentials enter only
+through ``secretKeyRef``. A rerank-stage arm requests the GPU resource and carries the
+GPU placement; every other arm gets the CPU placement and no GPU toleration.
+
+A pod failure policy fails the Job at once on the harness's deterministic exit codes (usage,
+refusal, bad input, integrity: retrying cannot help) and retries anything else up to
+backoffLimit; a pod evicted by a disruption does not count against it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from kubernetes import client as k
+
+from harness.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_LICENCE, EXIT_REFUSED, EXIT_USAGE, EXIT_VALIDATION
+from harness.sweep.catalogue import Arm
+from harness.sweep.k8s.settings import LauncherSettings, PodShape
+
+APP_NAME = "ragsweep"
+MANAGED_BY = "ragsweep-launcher"
+LABEL_SWEEP = "ragsweep.io/sweep-id"
+LABEL_FAMILY = "ragsweep.io/family"
+LABEL_ARM = "ragsweep.io/arm"
+LABEL_COMPONENT = "app.kubernetes.io/component"
+ARM_CONTAINER = "arm"
+COLLECTOR_CONTAINER = "collector"
+# Exit codes that mean "the same input fails the same way" (harness.errors): no retry.
+DETERMINISTIC_EXIT_CODES = (EXIT_USAGE, EXIT_REFUSED, EXIT_INPUT, EXIT_INTEGRITY, EXIT_LICENCE, EXIT_VALIDATION)
+PYTHON = "python"
+ARM_COMMAND = (PYTHON, "-m", "jobs.arm")
+COLLECT_COMMAND = (PYTHON, "-m", "jobs.collect")
+SYNC_COMMAND = (PYTHON, "-m", "harness.sweep.k8s.sync", "pull")
+SCRATCH = "/tmp"
+UID = 10001
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS_UNSAFE = re.compile(r"[^a-z0-9-]+")
+
+
+def label_value(text: str) -> str:
+    """A valid label value for ``text``: itself when it is one, else a readable head and a hash."""
+    if len(text) <= 63 and _LABEL_VALUE.match(text):
+        return text
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
+    head = re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[:52].strip("-_.")
+    return f"{head}-{digest}" if head else digest
+
+
+def _slug(text: str, width: int) -> str:
+    return _DNS_UNSAFE.sub("-", text.lower())[:width].strip("-") or "x"
+
+
+def job_name(kind: str, sweep_id: str, name: str) -> str:
+    """A DNS-1123 label (<= 63 chars) unique per (kind, sweep, arm) and stable across reruns."""
+    digest = hashlib.sha256(f"{kind}\0{sweep_id}\0{name}".encode()).hexdigest()[:8]
+    return f"{kind}-{_slug(name, 63 - len(kind) - 10)}-{digest}"
+
+
+def arm_job_name(sweep_id: str, arm: Arm) -> str:
+    return job_name("arm", sweep_id, arm.name)
+
+
+def collector_job_name(sweep_id: str) -> str:
+    return job_name("collect", sweep_id, sweep_id)
+
+
+def labels(settings: LauncherSettings, component: str, sweep_id: str, arm: Arm | None = None) -> dict[str, str]:
+    out = {
+        "app.kubernetes.io/name": APP_NAME,
+        "app.kubernetes.io/instance": label_value(settings.release),
+        LABEL_COMPONENT: component,
+        "app.kubernetes.io/part-of": APP_NAME,
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+        LABEL_SWEEP: label_value(sweep_id),
+    }
+    if arm is not None:
+        out[LABEL_FAMILY] = label_value(arm.family)
+        out[LABEL_ARM] = label_value(arm.name)
+    return out
+
+
+def sweep_selector(sweep_id: str, component: str | None = None) -> str:
+    selector = f"{LABEL_SWEEP}={label_value(sweep_id)},app.kubernetes.io/managed-by={MANAGED_BY}"
+    return f"{selector},{LABEL_COMPONENT}={component}" if component else selector
+
+
+def arm_json(arm: Arm) -> str:
+    """The arm spec exactly as the local executor passes it to ``jobs.arm --arm-json``."""
+    return json.dumps(arm.model_dump(exclude_none=True))
+
+
+def _env(name: str, value: str) -> k.V1EnvVar:
+    return k.V1EnvVar(name=name, value=value)
+
+
+def store_env(settings: LauncherSettings) -> list[k.V1EnvVar]:
+    """The object store, its endpoint and its credentials (by reference only)."""
+    env = [_env("RAGSWEEP_STORE", settings.store)]
+    if settings.s3_endpoint:
+        env.append(_env("RAGSWEEP_S3_ENDPOINT", settings.s3_endpoint))
+    env.append(_env("AWS_DEFAULT_REGION", settings.region))
+    if settings.credentials is not None:
+        for var, ref in (("AWS_ACCESS_KEY_ID", settings.credentials.access_key_id),
+                         ("AWS_SECRET_ACCESS_KEY", settings.credentials.secret_access_key)):
+            env.append(k.V1EnvVar(name=var, value_from=k.V1EnvVarSource(
+                secret_key_ref=k.V1SecretKeySelector(name=ref.name, key=ref.key))))
+    return env
+
+
+def service_env(settings: LauncherSettings) -> list[k.V1EnvVar]:
+    """The release's service settings (plain) and the secrets they need (by reference)."""
+    env = [_env(name, value) for name, value in sorted(settings.extra_env.items())]
+    env += [k.V1EnvVar(name=s.name, value_from=k.V1EnvVarSource(secret_key_ref=k.V1SecretKeySelector(
+        name=s.secret, key=s.key))) for s in settings.secret_env]
+    return env
+
+
+def _runtime_env() -> list[k.V1EnvVar]:
+    # The root filesystem is read-only: caches go to the scratch volume, and nothing may
+    # reach a model hub (the embedding model is baked into the image).
+    return [_env("HF_HUB_OFFLINE", "1"), _env("TRANSFORMERS_OFFLINE", "1"),
+            _env("XDG_CACHE_HOME", f"{SCRATCH}/cache"), _env("MPLCONFIGDIR", f"{SCRATCH}/matplotlib")]
+
+
+def arm_env(settings: LauncherSettings, arm: Arm, sweep_id: str) -> list[k.V1EnvVar]:
+    """jobs.arm's environment twins, in its own order, then the store and runtime settings."""
+    env = [
+        _env("RAGSWEEP_STATE", settings.state_path),
+        _env("RAGSWEEP_STORE", settings.store),
+        _env("RAGSWEEP_SWEEP_ID", sweep_id),
+        _env("RAGSWEEP_ARM", arm_json(arm)),
+    ]
+    if arm.needs_reranker:
+        env.append(_env("RAGSWEEP_RERANKER", settings.reranker_path))
+    env.append(_env("RAGSWEEP_WORKERS", str(settings.workers)))
+    env += [e for e in store_env(settings) if e.name != "RAGSWEEP_STORE"]
+    return env + service_env(settings) + _runtime_env()
+
+
+def _security_context() -> k.V1SecurityContext:
+    return k.V1SecurityContext(run_as_non_root=True, run_as_user=UID, run_as_group=UID,
+                               allow_privilege_escalation=False, read_only_root_filesystem=True,
+                               capabilities=k.V1Capabilities(drop=["ALL"]))
+
+
+def _resources(shape_resources: Any, extra_limits: dict[str, str] | None = None) -> k.V1ResourceRequirements:
+    limits = {**shape_resources.limits, **(extra_limits or {})}
+    requests = {**shape_resources.requests, **(extra_limits or {})}
+    return k.V1ResourceRequirements(requests=requests or None, limits=limits or None)
+
+
+def _tolerations(raw: Sequence[dict[str, Any]]) -> list[k.V1Toleration] | None:
+    if not raw:
+        return None
+    return [k.V1Toleration(key=t.get("key"), operator=t.get("operator"), value=t.get("value"),
+                           effect=t.get("effect"), toleration_seconds=t.get("tolerationSeconds")) for t in raw]
+
+
+def _sync_container(settings: LauncherSettings, image: str, name: str, key: str, out: str,
+                    mount: k.V1VolumeMount) -> k.V1Container:
+    env = [*store_env(settings), _env("RAGSWEEP_SYNC_KEY", key), _env("RAGSWEEP_SYNC_OUT", out)]
+    return k.V1Container(
+        name=name, image=image, image_pull_policy=settings.image_pull_policy, command=list(SYNC_COMMAND),
+        env=env, security_context=_security_context(),
+        resources=k.V1ResourceRequirements(requests={"cpu": "100m", "memory": "256Mi"},
+                                           limits={"cpu": "1", "memory": "512Mi"}),
+        volume_mounts=[mount, k.V1VolumeMount(name="scratch", mount_path=SCRATCH)])
+
+
+def _pod_failure_policy(container: str) -> k.V1PodFailurePolicy:
+    return k.V1PodFailurePolicy(rules=[
+        k.V1PodFailurePolicyRule(action="FailJob", on_exit_codes=k.V1PodFailurePolicyOnExitCodesRequirement(
+            container_name=container, operator="In", values=list(DETERMINISTIC_EXIT_CODES))),
+        k.V1PodFailurePolicyRule(action="Ignore", on_pod_conditions=[
+            k.V1PodFailurePolicyOnPodConditionsPattern(type="DisruptionTarget", status="True")]),
+    ])
+
+
+def _pod(settings: LauncherSettings, shape: PodShape, containers: list[k.V1Container],
+         volumes: list[k.V1Volume], init: list[k.V1Container] | None = None) -> k.V1PodSpec:
+    """What every ragsweep Job pod shares: no restarts in place, no API token, non-root."""
+    pull_secrets = [k.V1LocalObjectReference(name=n) for n in settings.image_pull_secrets] or None
+    return k.V1PodSpec(
+        restart_policy="Never", service_account_name=settings.service_account,
+        automount_service_account_token=False, enable_service_links=False,
+        security_context=k.V1PodSecurityContext(
+            run_as_non_root=True, run_as_user=UID, run_as_group=UID, fs_group=UID,
+            seccomp_profile=k.V1SeccompProfile(type="RuntimeDefault")),
+        image_pull_secrets=pull_secrets, containers=containers, init_containers=init or None, volumes=volumes,
+        node_selector=dict(shape.placement.node_selector) or None,
+        tolerations=_tolerations(shape.placement.tolerations))
+
+
+def _job(name: str, job_labels: dict[str, str], annotations: dict[str, str], shape: PodShape, pod: k.V1PodSpec,
+         container: str) -> k.V1Job:
+    policy = shape.policy
+    return k.V1Job(
+        api_version="batch/v1", kind="Job",
+        metadata=k.V1ObjectMeta(name=name, labels=job_labels, annotations=annotations),
+        spec=k.V1JobSpec(
+            backoff_limit=policy.backoff_limit,
+            active_deadline_seconds=policy.active_deadline_seconds,
+            ttl_seconds_after_finished=policy.ttl_seconds_after_finished,
+            pod_failure_policy=_pod_failure_policy(container),
+            template=k.V1PodTemplateSpec(metadata=k.V1ObjectMeta(labels=job_labels, annotations=annotations),
+                                         spec=pod),
+        ),
+    )
+
+
+def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, reranker_key: str | None = None) -> k.V1Job:
+    """One arm as one Job. ``reranker_key`` is the store key of the reranker archive (rerank arms)."""
+    gpu = arm.needs_reranker
+    if gpu and not reranker_key:
+        from harness.errors import UsageError
+
+        raise UsageError(f"arm {arm.name} runs the rerank stage: its Job needs the reranker's store key")
+    shape: PodShape = (PodShape(policy=settings.gpu.policy, resources=settings.gpu.resources,
+                                placement=settings.gpu.placement) if gpu else settings.arm)
+    image = settings.images.gpu if gpu else settings.images.cpu
+    state_mount = k.V1VolumeMount(name="state", mount_path=settings.state_path)
+    reranker_mount = k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path)
+    init = [_sync_container(settings, image, "fetch-state", settings.state_key, settings.state_path, state_mount)]
+    volumes = [k.V1Volume(name="state", empty_dir=k.V1EmptyDirVolumeSource()),
+               k.V1Volume(name="scratch", empty_dir=k.V1EmptyDirVolumeSource())]
+    mounts = [k.V1VolumeMount(name="state", mount_path=settings.state_path, read_only=True),
+              k.V1VolumeMount(name="scratch", mount_path=SCRATCH)]
+    if gpu and reranker_key is not None:
+        init.append(_sync_container(settings, image, "fetch-reranker", reranker_key, settings.reranker_path,
+                                    reranker_mount))
+        volumes.append(k.V1Volume(name="reranker", empty_dir=k.V1EmptyDirVolumeSource()))
+        mounts.append(k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path, read_only=True))
+    container = k.V1Container(
+        name=ARM_CONTAINER, image=image, image_pull_policy=settings.image_pull_policy,
+        command=list(ARM_COMMAND), env=arm_env(settings, arm, sweep_id),
+        resources=_resources(shape.resources, {settings.gpu.resource_name: str(settings.gpu.count)} if gpu else None),
+        security_context=_security_context(), volume_mounts=mounts,
+        termination_message_policy="FallbackToLogsOnError",
+    )
+    pod = _pod(settings, shape, [container], volumes, init)
+    annotations = {"ragsweep.io/sweep-id": sweep_id, "ragsweep.io/family": arm.family, "ragsweep.io/arm": arm.name}
+    return _job(arm_job_name(sweep_id, arm), labels(settings, "arm", sweep_id, arm), annotations,
+                shape, pod, ARM_CONTAINER)
+
+
+def build_collector_job(settings: LauncherSettings, sweep_id: str, selector: str) -> k.V1Job:
+    """The collector: ``python -m jobs.collect`` over the sweep's artefacts, on a CPU node."""
+    env = [_env("RAGSWEEP_SWEEP_ID", sweep_id), _env("RAGSWEEP_ARMS", selector), *store_env(settings),
+           *_runtime_env()]
+    container = k.V1Container(
+        name=COLLECTOR_CONTAINER, image=settings.images.cpu, image_pull_policy=settings.image_pull_policy,
+        command=list(COLLECT_COMMAND), env=env, resources=_resources(settings.collector.resources),
+        security_context=_security_context(), volume_mounts=[k.V1VolumeMount(name="scratch", mount_path=SCRATCH)],
+        termination_message_policy="FallbackToLogsOnError",
+    )
+    pod = _pod(settings, settings.collector, [container],
+               [k.V1Volume(name="scratch", empty_dir=k.V1EmptyDirVolumeSource())])
+    annotations = {"ragsweep.io/sweep-id": sweep_id, "ragsweep.io/arms": selector}
+    return _job(collector_job_name(sweep_id), labels(settings, "collector", sweep_id), annotations,
+                settings.collector, pod, COLLECTOR_CONTAINER)
+
+
+def serialize(obj: Any) -> Any:
+    """The API's JSON form of a client model (camelCase keys, no nulls): what is sent and validated."""
+    return k.ApiClient().sanitize_for_serialization(obj)

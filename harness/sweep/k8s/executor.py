@@ -1,0 +1,246 @@
+"""``K8sExecutor``: the sweep's arms as Jobs in a release's namespace, then a collector Job.
+
+The flow of ``run(arms, sweep_id)``:
+
+1. every arm whose artefact set is complete for ``config_hash(arm, measurement_identity)``
+   is skipped (the identity comes from the cluster state's ``state.json``, the same bytes the
+   arm pods unpack, so the pods and the launcher agree on every hash);
+2. the reranker (when a rerank arm is pending) is pushed to the store once per weights hash;
+3. Jobs are built (``builders``), submitted (``submit``) at most ``parallelism`` at a time, and
+   waited for on one watch with an overall deadline (``watch``);
+4. a Job that failed, or that completed without a complete artefact set, becomes a failed
+   outcome with the failing condition, the retries and the pod's last log line; when the pod
+   did not leave its own ``failed.json`` (it was killed, evicted or timed out), the launcher
+   writes one, so the collector names the arm and says why.
+
+``collect`` then runs ``jobs.collect`` as a Job, whose comparison.md/json land in the store
+beside the arms. ``run_from_args`` is what ``ragsweep sweep run --executor k8s`` calls.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import EXIT_PARTIAL, UsageError
+from harness.sweep.catalogue import Arm, config_hash
+from harness.sweep.executor import ArmOutcome, SweepReport, default_sweep_id, measurement_identity, state_identity
+from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings
+from harness.sweep.k8s.submit import RetryPolicy, call_api, create_job
+from harness.sweep.k8s.watch import JobResult, JobWatcher, WatchTimeout
+from harness.sweep.storage import ArtefactStore, incomplete_reason, is_complete, publish_failure, read_failure
+
+DEFAULT_TIMEOUT_S = 6 * 3600.0
+
+
+def state_json_key(settings: LauncherSettings) -> str:
+    folder = settings.state_key.rsplit("/", 1)[0] if "/" in settings.state_key else ""
+    return f"{folder}/state.json" if folder else "state.json"
+
+
+def reranker_key(reranker: Path) -> str:
+    from harness.retrieval.rerank import reranker_provenance
+
+    return f"rerankers/{reranker_provenance(reranker)['weights_sha256'][:16]}/reranker.tar.gz"
+
+
+@dataclass
+class _Running:
+    arm: Arm
+    digest: str
+    started: float
+
+
+@dataclass
+class K8sExecutor:
+    settings: LauncherSettings
+    namespace: str
+    batch: Any
+    core: Any
+    store: ArtefactStore
+    state: Path
+    reranker: Path | None = None
+    parallelism: int | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    quiet: bool = False
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    def _reranker_key(self, pending: Sequence[Arm]) -> str | None:
+        if not any(a.needs_reranker for a in pending):
+            return None
+        if self.reranker is None:
+            names = ", ".join(a.name for a in pending if a.needs_reranker)
+            raise UsageError(f"arms {names} run the rerank stage and need --reranker DIR "
+                             "(train one with `ragsweep reranker train --out DIR`)")
+        from harness.sweep.k8s.sync import push
+
+        key = reranker_key(self.reranker)
+        if not self.store.exists(f"{key}.sha256"):
+            self._say(f"pushing reranker {self.reranker} to {self.store.describe()}/{key}")
+            push(self.store, self.reranker, key)
+        return key
+
+    def _outcome(self, sweep_id: str, run: _Running, result: JobResult) -> ArmOutcome:
+        seconds = time.monotonic() - run.started
+        if result.succeeded:
+            reason = incomplete_reason(self.store, sweep_id, run.arm, run.digest)
+            if reason is None:
+                return ArmOutcome(run.arm, "published", seconds)
+            message = f"job {result.name} complete but its artefacts are not: {reason}"
+            publish_failure(self.store, sweep_id, run.arm, run.digest, message)
+            return ArmOutcome(run.arm, "failed", seconds, message)
+        message = result.describe()
+        own = read_failure(self.store, sweep_id, run.arm)
+        if own is not None and own.get("config_hash") == run.digest and own.get("error"):
+            # The pod said why in its own words (a HarnessError); keep that, add the Job's view.
+            return ArmOutcome(run.arm, "failed", seconds, f"{own['error']} [{message}]")
+        publish_failure(self.store, sweep_id, run.arm, run.digest, message)
+        return ArmOutcome(run.arm, "failed", seconds, message)
+
+    def run(self, arms: Sequence[Arm], sweep_id: str) -> SweepReport:
+        from harness.sweep.k8s.builders import arm_job_name, build_arm_job, sweep_selector
+
+        started = time.monotonic()
+        report = SweepReport(sweep_id=sweep_id)
+        pending: list[tuple[Arm, str]] = []
+        for arm in arms:
+            digest = config_hash(arm, measurement_identity(self.state, arm, self.reranker))
+            if is_complete(self.store, sweep_id, arm, digest):
+                report.outcomes.append(ArmOutcome(arm, "skipped", message="complete for this config"))
+            else:
+                pending.append((arm, digest))
+        key = self._reranker_key([a for a, _ in pending])
+        width = max(1, self.parallelism or self.settings.parallelism)
+        self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - len(pending)} already complete, "
+                  f"{len(pending)} to run as Jobs in {self.namespace}, at most {width} at once")
+        watcher = JobWatcher(self.batch, self.core, self.namespace, sweep_selector(sweep_id, "arm"),
+                             self.timeout_s, container="arm", policy=self.policy)
+        running: dict[str, _Running] = {}
+        queue = list(pending)
+        done = 0
+        try:
+            while queue or running:
+                while queue and len(running) < width:
+                    arm, digest = queue.pop(0)
+                    job = build_arm_job(self.settings, arm, sweep_id, reranker_key=key if arm.needs_reranker else None)
+                    how = create_job(self.batch, self.namespace, job, self.policy)
+                    name = arm_job_name(sweep_id, arm)
+                    running[name] = _Running(arm, digest, time.monotonic())
+                    self._say(f"  {how} job {name} for {arm.name}"
+                              f"{' (GPU)' if arm.needs_reranker else ''}")
+                for result in watcher.wait(list(running)):
+                    outcome = self._outcome(sweep_id, running.pop(result.name), result)
+                    report.outcomes.append(outcome)
+                    done += 1
+                    status = "ok" if outcome.status == "published" else f"FAILED: {outcome.message}"
+                    self._say(f"  [{done}/{len(pending)}] {outcome.arm.name} {status} ({outcome.seconds:.0f}s)")
+        except WatchTimeout as e:
+            for name, run in running.items():
+                message = f"job {name} did not finish before the sweep's deadline: {e}"
+                publish_failure(self.store, sweep_id, run.arm, run.digest, message)
+                report.outcomes.append(ArmOutcome(run.arm, "failed", time.monotonic() - run.started, message))
+            for arm, digest in queue:
+                message = "not submitted: the sweep's deadline passed first"
+                publish_failure(self.store, sweep_id, arm, digest, message)
+                report.outcomes.append(ArmOutcome(arm, "failed", 0.0, message))
+        report.wall_seconds = time.monotonic() - started
+        return report
+
+    def collect(self, sweep_id: str, selector: str, timeout_s: float = 1800.0) -> JobResult:
+        """Run the collector Job and wait for it; comparison.md/json land in the store."""
+        from harness.sweep.k8s.builders import build_collector_job, collector_job_name, sweep_selector
+
+        job = build_collector_job(self.settings, sweep_id, selector)
+        name = collector_job_name(sweep_id)
+        create_job(self.batch, self.namespace, job, self.policy)
+        self._say(f"collector job {name} submitted")
+        watcher = JobWatcher(self.batch, self.core, self.namespace, sweep_selector(sweep_id, "collector"), timeout_s,
+                             container="collector", policy=self.policy)
+        return watcher.wait([name])[0]
+
+
+# --- the CLI's entry ---------------------------------------------------------------------------
+
+def kube_clients() -> tuple[Any, Any]:
+    """BatchV1Api and CoreV1Api from the in-cluster service account or the kubeconfig."""
+    from kubernetes import client, config
+
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config()
+    else:
+        config.load_kube_config(context=os.environ.get("RAGSWEEP_K8S_CONTEXT") or None)
+    return client.BatchV1Api(), client.CoreV1Api()
+
+
+def read_settings(core: Any, namespace: str, name: str, policy: RetryPolicy | None = None) -> LauncherSettings:
+    configmap = call_api(lambda: core.read_namespaced_config_map(name, namespace), f"read configmap {namespace}/{name}",
+                         policy or RetryPolicy())
+    data = configmap.data or {}
+    if SETTINGS_KEY not in data:
+        raise UsageError(f"configmap {namespace}/{name} has no {SETTINGS_KEY}; is the ragsweep chart installed "
+                         "there? (helm -n NAMESPACE list)")
+    return parse_settings(data[SETTINGS_KEY], f"configmap {namespace}/{name}")
+
+
+def run_from_args(args: Any) -> int:
+    """``ragsweep sweep run --executor k8s``: the release comes from RAGSWEEP_K8S_NAMESPACE and
+    RAGSWEEP_K8S_LAUNCHER_CONFIG; the store is reached at RAGSWEEP_K8S_S3_ENDPOINT (a
+    port-forward) when the launcher runs outside the cluster."""
+    from harness.sweep.catalogue import select_arms
+    from harness.sweep.executor import catalogue_for, open_store
+
+    namespace = os.environ.get("RAGSWEEP_K8S_NAMESPACE")
+    if not namespace:
+        raise UsageError("--executor k8s needs RAGSWEEP_K8S_NAMESPACE (the namespace of the chart release; "
+                         "`make sweep-k8s` sets it)")
+    if args.manifest is not None:
+        raise UsageError("--executor k8s runs the built-in catalogue only; --manifest is not carried into the "
+                         "collector Job yet (run it with --executor local)")
+    batch, core = kube_clients()
+    settings = read_settings(core, namespace, os.environ.get("RAGSWEEP_K8S_LAUNCHER_CONFIG", "ragsweep-launcher"))
+    endpoint = os.environ.get("RAGSWEEP_K8S_S3_ENDPOINT") or args.s3_endpoint or settings.s3_endpoint
+    store = open_store(settings.store, endpoint)
+    with tempfile.TemporaryDirectory(prefix="ragsweep-k8s-state-") as tmp:
+        state = Path(tmp)
+        (state / "state.json").write_bytes(store.get_bytes(state_json_key(settings)))
+        identity = state_identity(state)
+        local = Path(args.state) if args.state is not None else None
+        if local is not None and (local / "state.json").is_file() and state_identity(local) != identity:
+            print(f"note: the cluster's state ({identity[:12]}) is not --state ({state_identity(local)[:12]}): "
+                  "arms are measured on the state the release's injector built", file=sys.stderr)
+        arms = select_arms(catalogue_for(None), args.arms)
+        sweep_id = str(args.sweep_id) if args.sweep_id else default_sweep_id(args.arms, identity)
+        timeout = float(os.environ.get("RAGSWEEP_K8S_TIMEOUT", DEFAULT_TIMEOUT_S))
+        executor = K8sExecutor(settings, namespace, batch, core, store, state, reranker=args.reranker,
+                               parallelism=args.workers, timeout_s=timeout)
+        report = executor.run(arms, sweep_id)
+    collected = executor.collect(sweep_id, args.arms)
+    ran = [o for o in report.outcomes if o.status == "published"]
+    print(f"sweep {sweep_id}: {len(ran)} run, {sum(o.status == 'skipped' for o in report.outcomes)} skipped, "
+          f"{len(report.failed)} failed; wall {report.wall_seconds:.1f}s in namespace {namespace}")
+    for outcome in report.failed:
+        print(f"  failed: {outcome.arm.name}: {outcome.message}", file=sys.stderr)
+    if not collected.succeeded:
+        print(f"collector: {collected.describe()}", file=sys.stderr)
+        return EXIT_PARTIAL
+    key = f"sweeps/{sweep_id}/comparison.md"
+    if not str(args.out).startswith("s3://"):
+        local = Path(args.out) / key
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(store.get_bytes(key))
+        for extra in ("comparison.json",):
+            local.with_name(extra).write_bytes(store.get_bytes(f"sweeps/{sweep_id}/{extra}"))
+        print(f"comparison: {local} (from {store.describe()}/{key})")
+    else:
+        print(f"comparison: {store.describe()}/{key}")
+    return EXIT_PARTIAL if report.failed else 0

@@ -1,0 +1,124 @@
+"""What the launcher needs to know about a release, as the chart writes it.
+
+The chart renders ``<release>-launcher`` (a ConfigMap, key ``settings.json``) from its values:
+image digests, the in-cluster object store, the name and keys of the credentials Secret,
+the service account the arm pods run as, placement (CPU and GPU), resources and the Job
+policy (backoffLimit, activeDeadlineSeconds, ttlSecondsAfterFinished). The launcher reads it
+and builds Jobs that agree with the release, so no value is typed twice. No credential is
+ever in it: only the Secret's name and key names.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+from pydantic.alias_generators import to_camel
+
+from harness.errors import InputDataError
+
+SETTINGS_SCHEMA = "ragsweep.k8s-launcher/1"
+SETTINGS_KEY = "settings.json"
+# An image reference pinned by digest: anything before '@', then a sha256 digest.
+DIGEST_REF = r"^[^@\s]+@sha256:[0-9a-f]{64}$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class SecretKey(_Model):
+    name: str = Field(min_length=1)
+    key: str = Field(min_length=1)
+
+
+class Credentials(_Model):
+    """Where the object store's access key pair lives (a Secret the chart made or was given)."""
+
+    access_key_id: SecretKey
+    secret_access_key: SecretKey
+
+
+class SecretEnv(_Model):
+    """An environment variable whose value is a key of a Secret (e.g. PGPASSWORD)."""
+
+    name: str = Field(min_length=1)
+    secret: str = Field(min_length=1)
+    key: str = Field(min_length=1)
+
+
+class Resources(_Model):
+    requests: dict[str, str] = Field(default_factory=dict)
+    limits: dict[str, str] = Field(default_factory=dict)
+
+
+class Placement(_Model):
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: tuple[dict[str, Any], ...] = ()
+
+
+class JobPolicy(_Model):
+    backoff_limit: int = Field(1, ge=0, le=10)
+    active_deadline_seconds: int = Field(7200, ge=60)
+    ttl_seconds_after_finished: int = Field(86400, ge=0)
+
+
+class PodShape(_Model):
+    policy: JobPolicy = JobPolicy()
+    resources: Resources = Resources()
+    placement: Placement = Placement()
+
+
+class GpuShape(_Model):
+    """Rerank-stage arms: the extended resource they request and the nodes that have it."""
+
+    resource_name: str = "nvidia.com/gpu"
+    count: int = Field(1, ge=1, le=8)
+    policy: JobPolicy = JobPolicy()
+    resources: Resources = Resources()
+    placement: Placement = Placement()
+
+
+class Images(_Model):
+    cpu: str = Field(pattern=DIGEST_REF)
+    gpu: str = Field(pattern=DIGEST_REF)
+
+
+class LauncherSettings(_Model):
+    schema_: Literal["ragsweep.k8s-launcher/1"] = Field("ragsweep.k8s-launcher/1", alias="schema")
+    release: str = Field(min_length=1)
+    images: Images
+    image_pull_policy: Literal["IfNotPresent", "Always", "Never"] = "IfNotPresent"
+    image_pull_secrets: tuple[str, ...] = ()
+    service_account: str = Field(min_length=1)
+    store: str = Field(min_length=1)  # s3://BUCKET[/PREFIX] as the pods see it, or a folder in tests
+    s3_endpoint: str | None = None
+    region: str = "us-east-1"
+    credentials: Credentials | None = None
+    # Non-secret connection settings of the release's services (OpenSearch URL, a DSN without
+    # its password, the k-NN engine), and the secrets they need, by reference.
+    extra_env: dict[str, str] = Field(default_factory=dict)
+    secret_env: tuple[SecretEnv, ...] = ()
+    state_path: str = "/var/lib/ragsweep/state"
+    state_key: str = "state/state.tar.gz"
+    reranker_path: str = "/var/lib/ragsweep/reranker"
+    workers: int = Field(1, ge=1)
+    parallelism: int = Field(4, ge=1)
+    arm: PodShape = PodShape()
+    collector: PodShape = PodShape()
+    gpu: GpuShape = GpuShape()
+
+
+def parse_settings(text: str, source: str) -> LauncherSettings:
+    """Read the chart's settings.json; errors name the source and the field on one line."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputDataError(f"{source}:{e.lineno}: not JSON ({e.msg})") from e
+    try:
+        return LauncherSettings.model_validate(doc)
+    except PydanticValidationError as e:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+        raise InputDataError(f"{source}: {problems}") from e

@@ -1,0 +1,122 @@
+"""Folders in and out of the object store as one archive: how a state reaches the arm pods.
+
+A corpus state (and a reranker) is a folder whose file names a storage key cannot always
+carry (tantivy writes dot-files), so it travels as one ``.tar.gz`` object. ``push`` packs a
+folder deterministically (sorted names, zeroed owners and times) and writes the archive,
+then ``<key>.sha256``; ``pull`` waits (optionally) for the archive, checks the sha256 and
+unpacks it with the tarfile ``data`` filter, which refuses absolute paths, ``..`` and links
+leaving the folder. The chart's injector pushes ``state/state.tar.gz`` (and ``state/state.json``
+beside it, for the launcher's identity); every arm pod pulls it in an init container:
+
+    python -m harness.sweep.k8s.sync pull      # RAGSWEEP_STORE, RAGSWEEP_SYNC_KEY, RAGSWEEP_SYNC_OUT
+    python -m harness.sweep.k8s.sync push --from DIR --key state/state.tar.gz --beside state.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import os
+import sys
+import tarfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from harness.errors import HarnessError, IntegrityError, UsageError
+from harness.sweep.storage import ArtefactStore, MissingArtefactError
+
+
+def pack(folder: Path) -> bytes:
+    """A reproducible gzip'd tar of ``folder``'s contents (paths relative to it)."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: not a folder")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT, compresslevel=6) as tar:
+        for path in sorted(folder.rglob("*")):
+            info = tar.gettarinfo(str(path), arcname=path.relative_to(folder).as_posix())
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = 0
+            if info.isfile():
+                with path.open("rb") as fh:
+                    tar.addfile(info, fh)
+            elif info.isdir():
+                tar.addfile(info)
+    return buffer.getvalue()
+
+
+def push(store: ArtefactStore, folder: Path, key: str, beside: Sequence[str] = ()) -> str:
+    """Write the archive, then each ``beside`` file of the folder next to it, then the sha256
+    marker last: a puller that sees the marker sees everything."""
+    data = pack(folder)
+    digest = hashlib.sha256(data).hexdigest()
+    store.put_bytes(key, data)
+    parent = key.rsplit("/", 1)[0] + "/" if "/" in key else ""
+    for name in beside:
+        path = folder / name
+        if not path.is_file():
+            raise UsageError(f"--beside {name}: {path} is not a file")
+        store.put_bytes(f"{parent}{name}", path.read_bytes())
+    store.put_text(f"{key}.sha256", digest + "\n")
+    return digest
+
+
+def pull(store: ArtefactStore, key: str, out: Path, *, wait_s: float = 0.0, poll_s: float = 5.0,
+         sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> str:
+    """Unpack the archive at ``key`` into ``out``; wait up to ``wait_s`` for it to appear."""
+    started = clock()
+    while not store.exists(f"{key}.sha256"):
+        if clock() - started >= wait_s:
+            raise MissingArtefactError(f"{store.describe()}: no {key} (waited {wait_s:g}s); has the injector "
+                                       "finished? `kubectl -n NAMESPACE logs job/RELEASE-injector`")
+        sleep(poll_s)
+    expected = store.get_text(f"{key}.sha256").strip()
+    data = store.get_bytes(key)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != expected:
+        raise IntegrityError(f"{store.describe()}: {key} has sha256 {digest[:12]}, its .sha256 says "
+                             f"{expected[:12]}; push it again")
+    out.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(out, filter="data")
+    return digest
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    env = os.environ.get
+    p = argparse.ArgumentParser(prog="python -m harness.sweep.k8s.sync", description=__doc__.split("\n\n")[0])
+    p.add_argument("action", choices=["push", "pull"])
+    p.add_argument("--store", default=env("RAGSWEEP_STORE"))
+    p.add_argument("--s3-endpoint", default=env("RAGSWEEP_S3_ENDPOINT"))
+    p.add_argument("--key", default=env("RAGSWEEP_SYNC_KEY"))
+    p.add_argument("--from", dest="source", type=Path, default=env("RAGSWEEP_SYNC_FROM"))
+    p.add_argument("--out", type=Path, default=env("RAGSWEEP_SYNC_OUT"))
+    p.add_argument("--beside", action="append", default=[], metavar="NAME",
+                   help="also put this file of the folder beside the archive (push; e.g. state.json)")
+    p.add_argument("--wait", type=float, default=float(env("RAGSWEEP_SYNC_WAIT", "0")),
+                   help="seconds to wait for the archive to appear (pull)")
+    args = p.parse_args(argv)
+    needed = ["store", "key", "source" if args.action == "push" else "out"]
+    missing = [n for n in needed if not getattr(args, n)]
+    if missing:
+        p.error("missing " + ", ".join(f"--{n}" for n in missing) + " (or their RAGSWEEP_* env)")
+    try:
+        from harness.sweep.executor import open_store
+
+        store = open_store(args.store, args.s3_endpoint)
+        if args.action == "push":
+            digest = push(store, args.source, args.key, args.beside)
+            print(f"pushed {args.source} to {store.describe()}/{args.key} ({digest[:12]})")
+        else:
+            digest = pull(store, args.key, args.out, wait_s=args.wait)
+            print(f"pulled {store.describe()}/{args.key} ({digest[:12]}) into {args.out}")
+        return 0
+    except HarnessError as e:
+        print(f"sync: error: {e}", file=sys.stderr)
+        return e.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

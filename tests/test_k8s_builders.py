@@ -1,0 +1,320 @@
+"""The pure Job builders: placement by stage, the Job policy, labels, env and no credentials."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("kubernetes", reason="the kubernetes client is not installed")
+
+from harness.errors import UsageError
+from harness.sweep.catalogue import CATALOGUE, Arm
+from harness.sweep.k8s.builders import (
+    DETERMINISTIC_EXIT_CODES,
+    arm_job_name,
+    build_arm_job,
+    build_collector_job,
+    job_name,
+    label_value,
+    serialize,
+)
+from harness.sweep.k8s.settings import LauncherSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+DIGEST = "sha256:" + "ab" * 32
+SWEEP = "fusion-0123456789ab"
+RERANKER = "rerankers/0011223344556677/reranker.tar.gz"
+
+
+def settings(**overrides: Any) -> LauncherSettings:
+    doc: dict[str, Any] = {
+        "release": "rs",
+        "images": {"cpu": f"registry.example.com/ragsweep/ragsweep-cpu@{DIGEST}",
+                   "gpu": f"registry.example.com/ragsweep/ragsweep-gpu@{DIGEST}"},
+        "serviceAccount": "rs-ragsweep-arm",
+        "store": "s3://ragsweep/ci",
+        "s3Endpoint": "http://rs-ragsweep-object-store:9000",
+        "credentials": {"accessKeyId": {"name": "rs-ragsweep-object-store", "key": "access-key-id"},
+                        "secretAccessKey": {"name": "rs-ragsweep-object-store", "key": "secret-access-key"}},
+        "extraEnv": {"RAGSWEEP_OPENSEARCH_URL": "http://rs-ragsweep-opensearch:9200",
+                     "RAGSWEEP_PG_DSN": "postgresql://ragsweep@rs-ragsweep-postgresql:5432/ragsweep"},
+        "secretEnv": [{"name": "PGPASSWORD", "secret": "rs-ragsweep-postgresql", "key": "password"}],
+        "arm": {"policy": {"backoffLimit": 2, "activeDeadlineSeconds": 3600, "ttlSecondsAfterFinished": 600},
+                "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}},
+                "placement": {"nodeSelector": {"ragsweep.io/pool": "cpu"}}},
+        "gpu": {"resourceName": "nvidia.com/gpu", "count": 1,
+                "policy": {"backoffLimit": 1, "activeDeadlineSeconds": 5400, "ttlSecondsAfterFinished": 900},
+                "placement": {"nodeSelector": {"nvidia.com/gpu.present": "true"},
+                              "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                               "effect": "NoSchedule"}]}},
+    }
+    doc.update(overrides)
+    return LauncherSettings.model_validate(doc)
+
+
+S = settings()
+# What the chart's defaults give for release "rs" (charts/ragsweep/templates/launcher-configmap.yaml);
+# manifests/arm-job-*.yaml are this, with placeholders where a Job differs.
+CHART_DEFAULTS = settings(
+    store="s3://ragsweep",
+    extraEnv={"RAGSWEEP_OPENSEARCH_URL": "http://rs-ragsweep-opensearch:9200",
+              "RAGSWEEP_OPENSEARCH_KNN_ENGINE": "lucene",
+              "RAGSWEEP_PG_DSN": "postgresql://ragsweep@rs-ragsweep-postgresql:5432/ragsweep"},
+    arm={"policy": {"backoffLimit": 1, "activeDeadlineSeconds": 7200, "ttlSecondsAfterFinished": 86400},
+         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}},
+    gpu={"policy": {"backoffLimit": 1, "activeDeadlineSeconds": 7200, "ttlSecondsAfterFinished": 86400},
+         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"cpu": "4", "memory": "16Gi"}},
+         "placement": {"nodeSelector": {"nvidia.com/gpu.present": "true"},
+                       "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}},
+)
+LONG = Arm(name="a" * 70 + ".x_y-", family="fusion", axis="rank_constant", config={"rank_constant": 90})
+
+# (arm, expects a GPU): every stage of the catalogue, and a name no label could carry as is.
+CASES = [
+    (CATALOGUE.family("fusion").arm("rrf-30-default"), False),
+    (CATALOGUE.family("fusion").arm("norm-minmax-arith-w70-30"), False),
+    (CATALOGUE.family("budget").arm("budget-48-12-4"), True),
+    (CATALOGUE.family("pool").arm("pool-96"), True),
+    (CATALOGUE.family("diversity").arm("diversity-only"), False),
+    (CATALOGUE.family("diversity").arm("rerank-48-12-4"), True),
+    (CATALOGUE.family("embedding").arm("embed-body"), False),
+    (LONG, False),
+]
+IDS = [arm.name[:24] for arm, _ in CASES]
+
+
+def job_for(arm: Arm) -> dict[str, Any]:
+    doc: dict[str, Any] = serialize(build_arm_job(S, arm, SWEEP, reranker_key=RERANKER if arm.needs_reranker else None))
+    return doc
+
+
+def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in container["env"]}
+
+
+@pytest.mark.parametrize(("arm", "gpu"), CASES, ids=IDS)
+def test_placement_follows_the_stage(arm: Arm, gpu: bool) -> None:
+    assert arm.needs_reranker is gpu
+    pod = job_for(arm)["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    resources = container["resources"]
+    if gpu:
+        assert resources["limits"]["nvidia.com/gpu"] == "1" and resources["requests"]["nvidia.com/gpu"] == "1"
+        assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+        assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        assert container["image"] == f"registry.example.com/ragsweep/ragsweep-gpu@{DIGEST}"
+        assert env_of(container)["RAGSWEEP_RERANKER"]["value"] == S.reranker_path
+        assert [c["name"] for c in pod["initContainers"]] == ["fetch-state", "fetch-reranker"]
+    else:
+        assert "nvidia.com/gpu" not in json.dumps(resources)
+        assert pod["nodeSelector"] == {"ragsweep.io/pool": "cpu"}
+        assert "tolerations" not in pod
+        assert container["image"] == f"registry.example.com/ragsweep/ragsweep-cpu@{DIGEST}"
+        assert "RAGSWEEP_RERANKER" not in env_of(container)
+        assert [c["name"] for c in pod["initContainers"]] == ["fetch-state"]
+
+
+@pytest.mark.parametrize(("arm", "gpu"), CASES, ids=IDS)
+def test_every_job_has_the_policy_and_labels(arm: Arm, gpu: bool) -> None:
+    job = job_for(arm)
+    spec = job["spec"]
+    expected = (1, 5400, 900) if gpu else (2, 3600, 600)
+    assert (spec["backoffLimit"], spec["activeDeadlineSeconds"], spec["ttlSecondsAfterFinished"]) == expected
+    pod = spec["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    assert pod["automountServiceAccountToken"] is False and pod["serviceAccountName"] == "rs-ragsweep-arm"
+    labels = job["metadata"]["labels"]
+    assert labels["app.kubernetes.io/name"] == "ragsweep"
+    assert labels["app.kubernetes.io/instance"] == "rs"
+    assert labels["app.kubernetes.io/component"] == "arm"
+    assert labels["app.kubernetes.io/managed-by"] == "ragsweep-launcher"
+    assert labels["ragsweep.io/sweep-id"] == SWEEP and labels["ragsweep.io/family"] == arm.family
+    assert labels["ragsweep.io/arm"] == label_value(arm.name)
+    assert spec["template"]["metadata"]["labels"] == labels
+    assert job["metadata"]["annotations"]["ragsweep.io/arm"] == arm.name  # the exact value
+    for value in labels.values():
+        assert len(value) <= 63 and re.fullmatch(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?", value), value
+    name = job["metadata"]["name"]
+    assert len(name) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name), name
+    for container in pod["initContainers"] + pod["containers"]:
+        assert re.fullmatch(r"[^@]+@sha256:[0-9a-f]{64}", container["image"]), container["image"]
+        assert container["securityContext"]["runAsNonRoot"] is True
+    rules = spec["podFailurePolicy"]["rules"]
+    assert rules[0] == {"action": "FailJob", "onExitCodes": {"containerName": "arm", "operator": "In",
+                                                              "values": list(DETERMINISTIC_EXIT_CODES)}}
+
+
+@pytest.mark.parametrize(("arm", "gpu"), CASES, ids=IDS)
+def test_command_and_env_are_those_of_jobs_arm(arm: Arm, gpu: bool) -> None:
+    (container,) = job_for(arm)["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["python", "-m", "jobs.arm"] and "args" not in container
+    env = env_of(container)
+    assert env["RAGSWEEP_STATE"]["value"] == S.state_path
+    assert env["RAGSWEEP_STORE"]["value"] == "s3://ragsweep/ci"
+    assert env["RAGSWEEP_SWEEP_ID"]["value"] == SWEEP
+    assert Arm.model_validate(json.loads(env["RAGSWEEP_ARM"]["value"])) == arm
+    assert env["RAGSWEEP_S3_ENDPOINT"]["value"] == "http://rs-ragsweep-object-store:9000"
+    for name, key in (("AWS_ACCESS_KEY_ID", "access-key-id"), ("AWS_SECRET_ACCESS_KEY", "secret-access-key"),
+                      ("PGPASSWORD", "password")):
+        assert "value" not in env[name]
+        assert env[name]["valueFrom"]["secretKeyRef"]["key"] == key
+    assert env["HF_HUB_OFFLINE"]["value"] == "1"
+    # Every RAGSWEEP_* the Job sets is a flag twin that jobs.arm reads (or a service setting).
+    source = (ROOT / "jobs" / "arm.py").read_text()
+    twins = {n for n in env if n.startswith("RAGSWEEP_") and n not in S.extra_env}
+    assert all(f'"{n}"' in source for n in twins), twins
+
+
+# --- no credential in any spec ------------------------------------------------------------------
+
+_SECRETISH_NAME = re.compile(r"PASS|SECRET|TOKEN|CREDENTIAL|ACCESS_KEY|PRIVATE", re.IGNORECASE)
+_SECRETISH_VALUE = [
+    re.compile(r"AKIA[0-9A-Z]{16}"),                          # an AWS access key id
+    re.compile(r"://[^/\s:@]+:[^/\s@]+@"),                    # user:password@ in a URL
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+    re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"),  # a 40-char secret access key
+]
+
+
+def credential_findings(doc: Any) -> list[str]:
+    """Env vars named like a secret that carry a literal value, and literal values that look like one."""
+    findings: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            if "name" in node and "value" in node and _SECRETISH_NAME.search(str(node["name"])):
+                findings.append(f"{path}: {node['name']} has a literal value")
+            for key, value in node.items():
+                walk(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+        elif isinstance(node, str):
+            findings.extend(f"{path}: looks like a credential" for p in _SECRETISH_VALUE if p.search(node))
+
+    walk(doc, "")
+    return findings
+
+
+@pytest.mark.parametrize(("arm", "gpu"), CASES, ids=IDS)
+def test_no_job_spec_carries_a_credential(arm: Arm, gpu: bool) -> None:
+    assert credential_findings(job_for(arm)) == []
+
+
+def test_no_collector_spec_carries_a_credential() -> None:
+    assert credential_findings(serialize(build_collector_job(S, SWEEP, "fusion"))) == []
+
+
+def test_the_credential_scan_can_fail() -> None:
+    leaky = settings(extraEnv={"DB_PASSWORD": "hunter2hunter2",
+                               "RAGSWEEP_PG_DSN": "postgresql://ragsweep:hunter2@db:5432/ragsweep",
+                               "SOME_SETTING": "AKIAABCDEFGHIJKLMNOP"})
+    findings = credential_findings(serialize(build_arm_job(leaky, LONG, SWEEP)))
+    assert len(findings) == 3, findings
+
+
+# --- the collector, names, refusals -------------------------------------------------------------
+
+def test_collector_job_runs_jobs_collect_on_cpu() -> None:
+    job = serialize(build_collector_job(S, SWEEP, "fusion"))
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == ["python", "-m", "jobs.collect"]
+    env = env_of(container)
+    assert env["RAGSWEEP_SWEEP_ID"]["value"] == SWEEP and env["RAGSWEEP_ARMS"]["value"] == "fusion"
+    assert "nvidia.com/gpu" not in json.dumps(pod)
+    assert job["metadata"]["labels"]["app.kubernetes.io/component"] == "collector"
+    assert pod["restartPolicy"] == "Never"
+
+
+def test_job_names_are_stable_distinct_and_dns_safe() -> None:
+    names = {arm_job_name(SWEEP, arm) for arm in CATALOGUE.arms}
+    assert len(names) == len(CATALOGUE.arms)
+    assert arm_job_name(SWEEP, LONG) == arm_job_name(SWEEP, LONG)
+    assert arm_job_name(SWEEP, LONG) != arm_job_name("fusion-ffffffffffff", LONG)
+    assert len(job_name("arm", SWEEP, "x" * 300)) <= 63
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("rrf-60", "rrf-60"),
+    ("norm-minmax-arith-w70-30", "norm-minmax-arith-w70-30"),
+    ("ends-with-dash-", None),
+    ("a" * 64, None),
+])
+def test_label_values(text: str, expected: str | None) -> None:
+    value = label_value(text)
+    if expected is not None:
+        assert value == expected
+    else:
+        assert value != text and len(value) <= 63 and value[-1].isalnum()
+        assert label_value(text) == value  # deterministic
+
+
+def test_a_rerank_arm_without_the_reranker_key_is_refused() -> None:
+    with pytest.raises(UsageError, match="reranker"):
+        build_arm_job(S, CATALOGUE.family("budget").arm("budget-48-12-4"), SWEEP)
+
+
+def test_settings_refuse_an_image_without_digest() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        settings(images={"cpu": "reg.example/ragsweep-cpu:0.1.0", "gpu": f"reg.example/g@{DIGEST}"})
+
+
+# --- the plain manifests match the builders -----------------------------------------------------
+
+def fill(template: str, job: dict[str, Any], arm: Arm | None) -> str:
+    from harness.sweep.k8s.builders import arm_json
+
+    values = {"JOB_NAME": job["metadata"]["name"], "SWEEP_ID": SWEEP, "SWEEP_ID_LABEL": label_value(SWEEP),
+              "IMAGE_DIGEST": DIGEST}
+    if arm is not None:
+        values |= {"FAMILY": arm.family, "FAMILY_LABEL": label_value(arm.family), "ARM": arm.name,
+                   "ARM_LABEL": label_value(arm.name), "ARM_JSON": json.dumps(arm_json(arm))[1:-1],
+                   "RERANKER_KEY": RERANKER}
+    else:
+        values |= {"ARMS": "fusion"}
+    for key, value in values.items():
+        template = template.replace("${" + key + "}", value)
+    assert "${" not in template, re.findall(r"\$\{[A-Z_]+\}", template)
+    return template
+
+
+@pytest.mark.parametrize("arm", [CATALOGUE.family("fusion").arm("rrf-60"),
+                                 CATALOGUE.family("budget").arm("budget-48-12-4"),
+                                 LONG], ids=["cpu", "gpu", "long-name"])
+def test_manifest_arm_templates_are_what_the_builder_produces(arm: Arm) -> None:
+    yaml = pytest.importorskip("yaml")
+    job = serialize(build_arm_job(CHART_DEFAULTS, arm, SWEEP, reranker_key=RERANKER if arm.needs_reranker else None))
+    kind = "gpu" if arm.needs_reranker else "cpu"
+    filled = yaml.safe_load(fill((ROOT / "manifests" / f"arm-job-{kind}.yaml").read_text(), job, arm))
+    assert filled == job
+
+
+def test_manifest_collector_template_is_what_the_builder_produces() -> None:
+    yaml = pytest.importorskip("yaml")
+    job = serialize(build_collector_job(CHART_DEFAULTS, SWEEP, "fusion"))
+    filled = yaml.safe_load(fill((ROOT / "manifests" / "collector-job.yaml").read_text(), job, None))
+    assert filled == job
+
+
+def test_ci_manifests_are_valid_in_strict_mode() -> None:
+    yaml = pytest.importorskip("yaml")
+    kv = pytest.importorskip("kubernetes_validate")
+    namespace = (ROOT / "manifests" / "ci-namespace.yaml").read_text()
+    namespace = namespace.replace("${NAMESPACE}", "ragsweep-ci-1234").replace("${EXPIRES_AT}", "1767225600")
+    namespace = namespace.replace("${PIPELINE}", "1234")
+    docs = [*yaml.safe_load_all(namespace), *yaml.safe_load_all((ROOT / "manifests" / "ci-janitor.yaml").read_text())]
+    for doc in docs:
+        kv.validate(doc, "1.33.0", strict=True)
+    (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "delete"]}]
+    (cron,) = [d for d in docs if d["kind"] == "CronJob"]
+    job = cron["spec"]["jobTemplate"]["spec"]
+    assert {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"} <= set(job)
+    assert "ragsweep.io/ephemeral=true" in job["template"]["spec"]["containers"][0]["command"][-1]
