@@ -32,5 +32,12 @@ if want s3; then s3_start; s3_wait; fi
 if want opensearch; then os_wait; fi
 
 write_env_file
+
+# -- Celery workers (stack/celery.sh): one per queue, once Redis and the env file exist.
+# Celery Beat is never started: a maintenance reindex must not overlap a measurement.
+if want redis; then
+  "$STACK_SRC/celery.sh" start || stack_log "celery: workers not started (see above); the stack is up without them"
+fi
+
 stack_log "up in $((SECONDS - started))s; settings in $STACK_ENV_FILE (eval \"\$(stack/env.sh)\")"
 "$STACK_SRC/status.sh" || true

@@ -1,13 +1,19 @@
 """The store's shared suite: every engine passes the same tests.
 
 Parametrized over store factories. A factory takes a fresh directory and returns an
-empty, writable store; the Postgres engine joins with one line in STORE_FACTORIES.
-Engine-specific behaviour (SQLite's read-only URI) is tested at the end.
+empty, writable store. The Postgres engine runs against the local stack (RAGSWEEP_PG_DSN,
+from `make stack-up`): each store gets its own schema, and every schema this module made
+is dropped when it ends. Without the setting the Postgres cases skip with the reason,
+unless RAGSWEEP_REQUIRE_STACK=1, where that is a failure. Engine-specific behaviour
+(SQLite's read-only URI; Postgres's table lock and read-only session) is tested at the end.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date
 from pathlib import Path
@@ -16,7 +22,15 @@ import pytest
 
 from harness.errors import InputDataError, UsageError
 from harness.model import Meeting, Turn, file_uuid_for, word_count
-from harness.store import InjectReport, PeriodFiles, SpeakerSessions, SqliteStore, Store, StoreStats
+from harness.store import (
+    InjectReport,
+    PeriodFiles,
+    PostgresStore,
+    SpeakerSessions,
+    SqliteStore,
+    Store,
+    StoreStats,
+)
 
 StoreFactory = Callable[[Path], Store]
 
@@ -25,9 +39,58 @@ def _sqlite(directory: Path) -> Store:
     return SqliteStore.open(directory / "store.sqlite")
 
 
+def _pg_dsn() -> str:
+    """The stack's DSN, or a skip (a failure under RAGSWEEP_REQUIRE_STACK=1)."""
+    dsn = os.environ.get("RAGSWEEP_PG_DSN")
+    reason = None
+    if not dsn:
+        reason = "RAGSWEEP_PG_DSN is unset: the local stack is not up (run `make stack-up`)"
+    else:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            reason = "psycopg is not installed (pip install 'ragsweep[stack]')"
+    if reason:
+        if os.environ.get("RAGSWEEP_REQUIRE_STACK") == "1":
+            pytest.fail(f"{reason} (RAGSWEEP_REQUIRE_STACK=1)")
+        pytest.skip(reason)
+    assert dsn
+    return dsn
+
+
+class _PostgresStores:
+    """A fresh schema per store, named after this module and run; all dropped at module end."""
+
+    def __init__(self, module: str) -> None:
+        self.prefix = f"{module}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        self.schemas: list[str] = []
+
+    def new_schema(self) -> str:
+        self.schemas.append(f"{self.prefix}_{len(self.schemas)}")
+        return self.schemas[-1]
+
+    def __call__(self, directory: Path) -> Store:
+        dsn = _pg_dsn()
+        return PostgresStore.open(dsn, schema=self.new_schema())
+
+    def drop_all(self) -> None:
+        dsn = os.environ.get("RAGSWEEP_PG_DSN")
+        while dsn and self.schemas:
+            PostgresStore.drop_schema(dsn, self.schemas.pop())
+
+
+_postgres = _PostgresStores("t_store")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _drop_postgres_schemas() -> Iterator[None]:
+    yield
+    _postgres.drop_all()
+
+
 STORE_FACTORIES = [
     pytest.param(_sqlite, id="sqlite"),
-    # pytest.param(_postgres, id="postgres", marks=pytest.mark.integration),
+    pytest.param(_postgres, id="postgres", marks=pytest.mark.integration),
 ]
 
 
@@ -374,3 +437,100 @@ def test_sqlite_read_only_open_of_a_file_without_the_schema_is_refused(tmp_path:
 def test_sqlite_store_satisfies_the_protocol(tmp_path: Path) -> None:
     store: Store = SqliteStore.open(tmp_path / "s.sqlite")
     store.close()
+
+
+# -- Postgres only: the table lock, the read-only session, the schema -----------------------
+
+
+@pytest.fixture
+def pg_schema() -> str:
+    _pg_dsn()
+    return _postgres.new_schema()
+
+
+@pytest.mark.integration
+def test_postgres_writers_queue_on_the_table_lock(pg_schema: str) -> None:
+    dsn = _pg_dsn()
+    with PostgresStore.open(dsn, schema=pg_schema) as holder, \
+            PostgresStore.open(dsn, schema=pg_schema) as waiter:
+        waiter._execute("SET lock_timeout = '300ms'")
+        with holder._write_transaction():
+            # a second writer cannot take the lock while the first holds it ...
+            with pytest.raises(Exception, match="lock timeout"):
+                waiter.inject([ALPHA])
+            # ... while a plain reader is not blocked
+            assert waiter.stats() == StoreStats(files=0, segments=0, speakers=0)
+        assert waiter.inject([ALPHA]) == InjectReport(inserted=1, segments_written=len(ALPHA.turns))
+
+
+@pytest.mark.integration
+def test_postgres_concurrent_injections_allocate_disjoint_ids(pg_schema: str) -> None:
+    dsn = _pg_dsn()
+    many = [_meeting(f"m{i:02d}", f"t{i}", [(f"S{j % 3}", float(j), j + 1.0, f"w{j}") for j in range(20)], None)
+            for i in range(24)]
+    PostgresStore.open(dsn, schema=pg_schema).close()
+    errors: list[BaseException] = []
+
+    def inject(part: list[Meeting]) -> None:
+        try:
+            with PostgresStore.open(dsn, schema=pg_schema) as store:
+                store.inject(part)
+        except BaseException as e:  # re-raised below, in the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=inject, args=(many[k::4],)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with PostgresStore.open(dsn, schema=pg_schema, readonly=True) as store:
+        assert store.stats() == StoreStats(files=24, segments=24 * 20, speakers=24 * 3)
+        ids = [s.id for m in many for s in store.segments(m.file_uuid)]
+        assert sorted(ids) == list(range(1, 24 * 20 + 1))        # no id taken twice, none burnt
+        for m in many:                                            # each file's ids contiguous
+            own = sorted(s.id for s in store.segments(m.file_uuid))
+            assert own == list(range(own[0], own[0] + 20))
+
+
+@pytest.mark.integration
+def test_postgres_read_only_open_cannot_write_and_needs_a_store(pg_schema: str) -> None:
+    dsn = _pg_dsn()
+    import psycopg
+
+    with pytest.raises(UsageError, match="inject first"):
+        PostgresStore.open(dsn, schema=pg_schema, readonly=True)
+    with PostgresStore.open(dsn, schema=pg_schema) as writer:
+        writer.inject(CORPUS)
+    with PostgresStore.open(dsn, schema=pg_schema, readonly=True) as reader:
+        assert reader.meetings() == sorted(CORPUS, key=lambda m: m.file_uuid)
+        with pytest.raises(UsageError, match="read-only"):
+            reader.inject(CORPUS)
+        # not only the Python check: the server refuses the session's writes
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            reader._execute("DELETE FROM media_file")
+
+
+@pytest.mark.integration
+def test_postgres_schemas_isolate_stores_and_drop_cleanly(pg_schema: str) -> None:
+    dsn = _pg_dsn()
+    other = _postgres.new_schema()
+    with PostgresStore.open(dsn, schema=pg_schema) as one, PostgresStore.open(dsn, schema=other) as two:
+        one.inject(CORPUS)
+        assert two.stats() == StoreStats(files=0, segments=0, speakers=0)
+    PostgresStore.drop_schema(dsn, other)
+    with pytest.raises(UsageError, match="inject first"):
+        PostgresStore.open(dsn, schema=other, readonly=True)
+
+
+def test_postgres_refuses_a_schema_name_that_is_not_an_identifier() -> None:
+    with pytest.raises(UsageError, match="identifier"):
+        PostgresStore.open("postgresql://nobody@127.0.0.1:1/none", schema="x; DROP TABLE y")
+
+
+def test_postgres_schema_split_covers_the_portable_schema_in_order() -> None:
+    from harness.store import sql
+
+    assert sql.PG_SCHEMA_TABLES + sql.PG_SCHEMA_INDEXES == sql.SCHEMA
+    assert all("CREATE TABLE" in s for s in sql.PG_SCHEMA_TABLES)
+    assert all("CREATE INDEX" in s for s in sql.PG_SCHEMA_INDEXES)

@@ -216,6 +216,36 @@ SQLITE_BEGIN_WRITE: Final = "BEGIN IMMEDIATE"
 COMMIT: Final = "COMMIT"
 ROLLBACK: Final = "ROLLBACK"
 
+# -- PostgreSQL only (harness/store/postgres.py) --------------------------------------------
+#
+# Postgres has no BEGIN IMMEDIATE. A write transaction takes EXCLUSIVE locks on the three
+# tables right after BEGIN: other writers queue behind it (so MAX(id) + 1 cannot race, and
+# two injections of one file cannot both take the insert path), while plain SELECTs (ACCESS
+# SHARE) keep reading. That is SQLite's one-writer-many-readers rule, table for table.
+# Identifiers cannot be bound as parameters; {schema} is filled in with
+# psycopg.sql.Identifier after the name passed postgres.SCHEMA_NAME.
+
+PG_BEGIN_WRITE: Final = "BEGIN"
+PG_LOCK_TABLES: Final = "LOCK TABLE media_file, speaker, transcript_segment IN EXCLUSIVE MODE"
+# Schema creation runs before the tables exist, so LOCK TABLE cannot serialise it; CREATE
+# ... IF NOT EXISTS races in Postgres (duplicate pg_type rows), so concurrent openers queue
+# on a transaction-scoped advisory lock instead. The key is arbitrary and fixed.
+PG_SCHEMA_ADVISORY_LOCK: Final = "SELECT pg_advisory_xact_lock(?)"
+PG_SCHEMA_LOCK_KEY: Final = 7_263_741_120_003
+# CREATE INDEX IF NOT EXISTS takes a SHARE lock on its table even when the index exists.
+# Against a writer holding the EXCLUSIVE locks that deadlocks (the opener holds one table,
+# wants another), so a writable open creates the tables, then takes PG_LOCK_TABLES in the
+# writers' order, then creates the indexes: one lock order for everyone.
+PG_SCHEMA_TABLES: Final[tuple[str, ...]] = (CREATE_MEDIA_FILE, CREATE_SPEAKER, CREATE_TRANSCRIPT_SEGMENT)
+PG_SCHEMA_INDEXES: Final[tuple[str, ...]] = tuple(s for s in SCHEMA if s not in PG_SCHEMA_TABLES)
+PG_CREATE_SCHEMA: Final = "CREATE SCHEMA IF NOT EXISTS {schema}"
+PG_SET_SEARCH_PATH: Final = "SET search_path TO {schema}"
+PG_DROP_SCHEMA: Final = "DROP SCHEMA IF EXISTS {schema} CASCADE"
+# A read-only open: every transaction of the session refuses writes (the server enforces it).
+PG_SESSION_READ_ONLY: Final = "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"
+# How long a writer waits for another writer's table lock (SQLite's busy timeout is 30 s).
+PG_SET_LOCK_TIMEOUT: Final = "SET lock_timeout = '30s'"
+
 
 # -- placeholders ------------------------------------------------------------------------
 

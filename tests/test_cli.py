@@ -1,0 +1,84 @@
+"""The CLI's contract: fast --help with no heavy imports, one-line errors, documented exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import COMMANDS, build_parser, main
+from harness.errors import EXIT_INPUT, EXIT_USAGE
+
+HEAVY = ("torch", "sentence_transformers", "transformers", "pytrec_eval", "tantivy", "numpy", "scipy", "bm25s",
+         "boto3", "matplotlib", "kubernetes", "opensearchpy", "psycopg", "celery")
+
+
+def test_help_imports_nothing_heavy() -> None:
+    code = (
+        "import sys\nfrom harness.cli import build_parser\n"
+        "p = build_parser()\n"
+        "for a in p._subparsers._group_actions[0].choices.values():\n    a.format_help()\n"
+        "print('\\n'.join(sorted(sys.modules)))"
+    )
+    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                                cwd=Path(__file__).parent.parent).stdout.split())
+    assert not {m for m in HEAVY if m in loaded}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage: ragsweep" in capsys.readouterr().out
+
+
+def test_every_registered_command_is_built() -> None:
+    choices = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert set(COMMANDS) <= set(choices)
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    return err
+
+
+def test_malformed_trec_run_line_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    qrels = tmp_path / "q.trec"
+    qrels.write_text("q1 0 d1 1\n")
+    run = tmp_path / "r.trec"
+    run.write_text("q1 Q0 d1 1 0.5 tag\nq1 Q0 d2 two 0.4 tag\n")
+    assert main(["score", "--qrels", str(qrels), "--run", str(run)]) == EXIT_INPUT
+    assert f"{run}:2: rank 'two' is not an integer" in _one_line_error(capsys)
+
+
+def test_malformed_qrels_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    qrels = tmp_path / "q.trec"
+    qrels.write_text("q1 0 d1\n")
+    run = tmp_path / "r.trec"
+    run.write_text("q1 Q0 d1 1 0.5 tag\n")
+    assert main(["score", "--qrels", str(qrels), "--run", str(run)]) == EXIT_INPUT
+    assert f"{qrels}:1: qrels line needs 4 fields" in _one_line_error(capsys)
+
+
+def test_score_json_keys_measures_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pytrec_eval")
+    (tmp_path / "q").write_text("q1 0 a 1\nq2 0 b 1\n")
+    (tmp_path / "r").write_text("q1 Q0 a 1 2.0 t\nq1 Q0 z 2 1.0 t\n")
+    assert main(["score", "--qrels", str(tmp_path / "q"), "--run", str(tmp_path / "r"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["unanswered"] == ["q2"]
+    assert doc["measures"]["MRR"] == pytest.approx(0.5)  # q1: 1.0, q2 unanswered: 0.0
+    assert doc["per_query"]["q1"]["nDCG@10"] == pytest.approx(1.0)
+
+
+def test_bad_fusion_weights_are_refused_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bench", "--state", str(tmp_path), "--control-name", "x", "--out", str(tmp_path / "o"),
+                 "--fusion", "normalization", "--combination-weights", "0.705,0.295"])
+    assert code == EXIT_USAGE
+    assert "Unusable --fusion configuration" in _one_line_error(capsys)
+    assert not (tmp_path / "o").exists()
