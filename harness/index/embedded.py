@@ -179,19 +179,24 @@ class EmbeddedIndex:
     def _filter_query(self, doc_type: str, file_uuids: Sequence[str] | None, speaker: str | None) -> list[Any]:
         import tantivy
 
+        # Filters must not score (OpenSearch's bool filter context): each is wrapped in a
+        # constant-score query worth 0, so a leg's BM25 scores are the text query's alone.
+        # A scoring filter adds a constant to every hit, which l2 normalisation does see.
         schema = self._index.schema
-        clauses = [(tantivy.Occur.Must, tantivy.Query.term_query(schema, "doc_type", doc_type))]
+        filters = [tantivy.Query.term_query(schema, "doc_type", doc_type)]
         if file_uuids is not None:
-            clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(schema, "file_uuid", list(file_uuids))))
+            filters.append(tantivy.Query.term_set_query(schema, "file_uuid", list(file_uuids)))
         if speaker is not None:
-            clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(schema, "speaker", speaker)))
-        return clauses
+            filters.append(tantivy.Query.term_query(schema, "speaker", speaker))
+        return [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in filters]
 
     def bm25(self, text: str, k: int, *, doc_type: str = "chunk", file_uuids: Sequence[str] | None = None,
              speaker: str | None = None) -> list[LegHit]:
         import tantivy
 
-        cleaned = _QUERY_SAFE.sub(" ", text).strip()
+        # lowercased: the analyzers lowercase anyway, and the query parser would read an
+        # uppercase AND / OR / NOT / IN in a user's question as an operator
+        cleaned = _QUERY_SAFE.sub(" ", text).strip().lower()
         if not cleaned or k < 1:
             return []
         text_query = self._index.parse_query(cleaned, ["content", "title"])

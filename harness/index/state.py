@@ -6,6 +6,8 @@ Layout of ``STATE/``::
     corpora/<name>.json   each corpus as read into the model (the judge reads it back)
     store.sqlite          the relational store (meetings, speakers, segments)
     index/                the embedded search index (see harness.index.embedded)
+    ingest.json           only when built through the ingest tasks (--dispatch/--store):
+                          how it was indexed (harness.index.ingest, docs/ingest.md)
 
 A state is built into ``STATE.partial`` and renamed when complete, so a reader never
 sees half a state; arms open it read-only, any number at once.
@@ -19,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.errors import IntegrityError, UsageError
@@ -28,6 +30,9 @@ from harness.index.documents import EmbeddingTextMode, IndexDoc, meeting_documen
 from harness.index.embed import Embedder
 from harness.index.embedded import EmbeddedIndex, build_index
 from harness.model import Chunk, Corpus
+
+if TYPE_CHECKING:
+    from harness.index.ingest import Dispatch, StoreEngine
 
 STATE_SCHEMA = "ragsweep.state/1"
 
@@ -55,7 +60,18 @@ def build_state(
     *,
     policy: ChunkingPolicy | None = None,
     force: bool = False,
+    dispatch: Dispatch | None = None,
+    store_engine: StoreEngine = "sqlite",
+    backend: str = "embedded",
+    stack_analysis: str = "mirror",
+    opensearch_url: str | None = None,
 ) -> dict[str, Any]:
+    """Build a state. Without ``dispatch`` (and with the SQLite store) the index is built
+    in-process exactly as it always was; with it, it goes through the ingest tasks
+    (harness.index.ingest: eager in-process, or celery workers), which also writes
+    ``ingest.json``. ``store_engine="postgres"`` reads segments from the stack's Postgres and
+    implies ``dispatch="eager"`` when none is given.
+    """
     from harness.store.sqlite import SqliteStore
 
     policy = policy or ChunkingPolicy()
@@ -78,12 +94,19 @@ def build_state(
             store.inject(meetings)
         finally:
             store.close()
-        docs: list[IndexDoc] = []
-        for i, meeting in enumerate(meetings, start=1):
-            docs.extend(meeting_documents(meeting, policy))
-            if i % 50 == 0 or i == len(meetings):
-                _progress("chunking", i, len(meetings))
-        meta = build_index(tmp / "index", docs, embedders, progress=_progress)
+        if dispatch is None and store_engine == "sqlite":
+            docs: list[IndexDoc] = []
+            for i, meeting in enumerate(meetings, start=1):
+                docs.extend(meeting_documents(meeting, policy))
+                if i % 50 == 0 or i == len(meetings):
+                    _progress("chunking", i, len(meetings))
+            meta = build_index(tmp / "index", docs, embedders, progress=_progress)
+        else:
+            # -- through ingest (--dispatch / --store): harness/index/ingest.py ------------------
+            from harness.index.ingest import build_state_index
+
+            meta = build_state_index(tmp, meetings, embedders, policy=policy, dispatch=dispatch or "eager",
+                                     store_engine=store_engine, progress=_progress)
         state = {
             "schema": STATE_SCHEMA,
             "built_with": f"ragsweep {__version__}",
@@ -92,6 +115,15 @@ def build_state(
             "index": {k: meta[k] for k in ("_meta", "documents", "chunk_documents", "digest_documents", "files",
                                            "embedding", "backend")},
         }
+        # -- --backend stack: the same documents and vectors into OpenSearch too (docs/opensearch.md) --
+        if backend == "stack":
+            from harness.index.opensearch import index_state
+
+            state["backend"] = "stack"
+            state["stack"] = index_state(tmp / "index", state, analysis=stack_analysis,  # type: ignore[arg-type]
+                                         url=opensearch_url)
+        elif backend != "embedded":
+            raise UsageError(f"--backend {backend!r}: expected embedded or stack")
         (tmp / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         tmp.rename(out)
     except BaseException:

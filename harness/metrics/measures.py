@@ -37,8 +37,8 @@ MEASURES: dict[str, Measure] = {
         *(_trec(f"R@{k}", f"recall_{k}", k, f"share of the query's relevant chunks in the top {k}")
           for k in (5, 10, 20)),
         _trec("MRR", "recip_rank", None, "1 / rank of the first relevant chunk (0 when none)"),
-        Measure("fileR@1", "file", 1, None, "share of gold files whose first chunk is the top-ranked file"),
-        Measure("fileR@10", "file", 10, None, "share of gold files among the first 10 distinct files"),
+        Measure("fileR@1", "file", None, 1, "share of gold files whose first chunk is the top-ranked file"),
+        Measure("fileR@10", "file", None, 10, "share of gold files among the first 10 distinct files"),
         Measure("fileRank", "file", None, None,
                 "rank of the best gold file among distinct files (median across queries; "
                 "a query that never surfaces a gold file counts as infinitely far)"),

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.answers.results import AnswerSettings
 from harness.errors import UsageError
 from harness.index.documents import EmbeddingTextMode
 from harness.index.embed import Embedder
@@ -41,7 +42,8 @@ from harness.metrics.engine import evaluate
 from harness.metrics.files import file_measures
 from harness.metrics.normalise import normalise_run
 from harness.metrics.trec import write_trec_qrels, write_trec_run
-from harness.model import Query, Run
+from harness.model import Corpus, Query, Run
+from harness.report.answers_md import render_answers_md
 from harness.report.files import dumps, write_files
 from harness.report.markdown import render_compare, render_metrics_md
 from harness.report.results import Claim, build_metrics
@@ -75,6 +77,12 @@ class BenchConfig:
     reranker: Path | None = None
     workers: int = 1
     corpora: tuple[str, ...] = ()
+    answers: AnswerSettings = field(default_factory=AnswerSettings)
+    # -- --backend stack: OpenSearch at RAGSWEEP_OPENSEARCH_URL (docs/opensearch.md) ----------------
+    backend: Literal["embedded", "stack"] = "embedded"
+    fusion_mode: Literal["server", "client"] | None = None  # None: server on the stack, client embedded
+    knn_strategy: Literal["exact", "hnsw"] = "exact"
+    settle_timeout: float = 120.0
 
     def __post_init__(self) -> None:
         for name in ("size", "candidate_pool", "final_chunks", "max_chunks_per_file", "rerank_max_pairs", "workers"):
@@ -82,11 +90,18 @@ class BenchConfig:
                 raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
         if self.stage == "rerank" and self.reranker is None:
             raise UsageError("--stage rerank needs --reranker DIR (cross-encoder weights; see `ragsweep reranker`)")
+        if self.backend == "embedded" and (self.fusion_mode == "server" or self.knn_strategy != "exact"):
+            raise UsageError("--fusion-mode server and --knn hnsw need --backend stack; the embedded backend "
+                             "fuses client-side over exact kNN")
+
+    @property
+    def resolved_fusion_mode(self) -> Literal["server", "client"]:
+        return self.fusion_mode or ("server" if self.backend == "stack" else "client")
 
     def retrieval_block(self, reranker: dict[str, Any] | None) -> dict[str, Any]:
         depth = self.candidate_pool if self.stage in POOLED_STAGES else self.size
         block: dict[str, Any] = {
-            "backend": "embedded",
+            "backend": self.backend,
             "search_mode": "hybrid",
             "stage": self.stage,
             "scope": self.scope,
@@ -101,6 +116,8 @@ class BenchConfig:
                          order="as the prompt receives it (diversity_sample output)")
         if self.stage == "rerank":
             block.update(rerank_max_pairs=self.rerank_max_pairs, reranker=reranker)
+        if self.backend == "stack":
+            block.update(fusion_mode=self.resolved_fusion_mode, knn=self.knn_strategy)
         return block
 
 
@@ -132,10 +149,13 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     embedding = state.index.meta["embedding"].get(config.embedding_text)
     if embedding is None:
         state.index.vectors(config.embedding_text)  # raises with the rebuild hint
+    stack = _open_stack(state, config) if config.backend == "stack" else None  # settles, or refuses
+    search: Any = stack.backend if stack else state.index
+    dimension = stack.backend.dimension(config.embedding_text) if stack else embedding["dimension"]
     index_block = {
-        **survey(state.index.embedding_models(config.embedding_text), dimension=embedding["dimension"],
+        **survey(search.embedding_models(config.embedding_text), dimension=dimension,
                  configured=embedder.identity),
-        **state.index.describe(),
+        **search.describe(),
         "embedding_text": config.embedding_text,
     }
     refuse_mixed(index_block)
@@ -154,7 +174,8 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     judgements = judge(queries, meetings, state.chunks(), config.policy)
     judged = [q for q in queries if q.id in set(judgements.judged_queries)]
     vectors = embedder.encode([q.text for q in judged]) if judged else None
-    retriever = HybridRetriever(state.index, config.embedding_text, config.fusion)
+    retriever: Any = (stack.retriever(config.embedding_text, config.fusion, config.resolved_fusion_mode) if stack
+                      else HybridRetriever(state.index, config.embedding_text, config.fusion))
     texts = {d["id"]: d["content"] for d in state.index.docs} if reranker else {}
 
     def one(i: int) -> QueryOutcome:
@@ -179,6 +200,8 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
         return QueryOutcome(hits=hits, seconds=seconds, digest=digest)
 
     outcomes: dict[str, QueryOutcome] = {}
+    if stack:
+        stack.begin()  # indexing.total before the measurement
     with ThreadPoolExecutor(max_workers=config.workers) as pool_executor:
         for n, (i, outcome) in enumerate(
             zip(range(len(judged)), pool_executor.map(one, range(len(judged))), strict=True), start=1
@@ -198,6 +221,8 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     extra: dict[str, Any] = {}
     if config.stage == "route":
         extra["digest_leg"] = _digest_summary(outcomes, judged)
+    extra["answers"] = _answers(state, corpora, config.answers, search)
+    stack_info = stack.end() if stack else None  # indexing.total after: a write voids it, nothing is written
     claim = Claim(
         control_name=config.control_name, corpora=corpora, judgements=judgements, evaluation=evaluation,
         file_measures=per_file, policy=config.policy, chunking=state.manifest["chunking"],
@@ -214,16 +239,45 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
         "workers": config.workers,
         "retrieval_latency_ms": {**latency, "concurrency": config.workers},
     }
+    if stack_info is not None:
+        runinfo["stack"] = stack_info
     files = {"metrics.json": dumps(metrics), "metrics.md": render_metrics_md(metrics),
              "per_query.json": dumps(per_query), "runinfo.json": dumps(runinfo),
              "run.trec": write_trec_run(normalised, config.control_name),
-             "qrels.trec": write_trec_qrels(judgements.qrels)}
+             "qrels.trec": write_trec_qrels(judgements.qrels),
+             "answers.md": render_answers_md(config.control_name, metrics["answers"])}
     if compare is not None:
         from harness.report.compare import load_metrics
 
         files["compare.md"] = render_compare(metrics, load_metrics(compare))
     write_files(out, files)
     return metrics
+
+
+def _open_stack(state: State, config: BenchConfig) -> Any:
+    """--backend stack: the state's OpenSearch index, settled and checked against the state's chunks."""
+    import os
+
+    from harness.index.opensearch import URL_ENV
+    from harness.retrieval.server_fusion import open_stack_session
+
+    block = state.manifest.get("stack")
+    if block is None:
+        raise UsageError(f"{state.path} was built without --backend stack: it has no OpenSearch index; "
+                         "rebuild it with `ragsweep state build --backend stack`")
+    chunks = [d for d in state.index.docs if d["doc_type"] == "chunk"]
+    return open_stack_session(block, {d["file_uuid"] for d in chunks}, len(chunks), url=os.environ.get(URL_ENV, ""),
+                              knn_strategy=config.knn_strategy, settle_timeout=config.settle_timeout)
+
+
+def _answers(state: State, corpora: list[Corpus], settings: AnswerSettings, search: Any = None) -> dict[str, Any]:
+    """The answer engine over the state's phrase aggregation and relational store (harness.answers)."""
+    from harness.answers import Sources, answers_block
+    from harness.store import SqliteStore  # the state's store; answers see it only as an AnswerStore
+
+    with SqliteStore.open(state.store_path(), readonly=True) as store:
+        sources = Sources(search=search or state.index, store=store, bucket_size=settings.bucket_size)
+        return answers_block(corpora, sources, settings)
 
 
 def _digest_leg(retriever: HybridRetriever, query: Query, vector: Any, hits: list[Hit],
