@@ -102,3 +102,23 @@ def test_bm25_filters_do_not_score_and_operator_words_are_plain_words(state: Pat
     scoped = index.bm25("remote control buttons", 5, file_uuids=files)
     assert plain and [(h.doc_id, h.score) for h in plain] == [(h.doc_id, h.score) for h in scoped]
     assert index.bm25("what did we decide IN the meeting AND NOT later", 5)  # no query-syntax error
+
+
+def test_a_mixed_vector_space_is_refused_with_exit_3_and_nothing_written(state: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    mixed = tmp_path / "mixed-state"
+    shutil.copytree(state, mixed)
+    docs = (mixed / "index" / "docs.jsonl").read_text().splitlines()
+    relabelled = []
+    for i, line in enumerate(docs):
+        record = json.loads(line)
+        if i % 2:
+            record["embedding_model"]["header"] = "other-model@sha256:0000000000000000"
+        relabelled.append(json.dumps(record, sort_keys=True))
+    (mixed / "index" / "docs.jsonl").write_text("\n".join(relabelled) + "\n")
+    out = tmp_path / "out"
+    assert main(["bench", "--state", str(mixed), "--control-name", "mixed", "--out", str(out)]) == 3
+    assert "mixed vector space" in capsys.readouterr().err
+    assert not out.exists()
