@@ -26,7 +26,8 @@ MANIFEST = {
         "control": "rrf-30-default",
         "arms": [
             {"name": "rrf-30-default", "family": "mini", "axis": "control", "config": {}},
-            {"name": "rrf-60", "family": "mini", "axis": "rank_constant", "config": {"fusion": "rrf", "rank_constant": 60}},
+            {"name": "rrf-60", "family": "mini", "axis": "rank_constant",
+             "config": {"fusion": "rrf", "rank_constant": 60}},
             {"name": "norm-minmax-arith", "family": "mini", "axis": "normalization",
              "config": {"fusion": "normalization", "normalization_technique": "min_max",
                         "combination_technique": "arithmetic_mean"}},

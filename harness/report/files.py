@@ -32,8 +32,7 @@ def dumps(doc: Any) -> str:
 
 
 def read_json_number(value: Any) -> float:
-    if isinstance(value, str):
-        return float(value)
+    """A number as dumps() wrote it: a JSON number, or the string "inf"/"-inf"/"nan"."""
     return float(value)
 
 
