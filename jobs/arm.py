@@ -3,7 +3,7 @@
     python -m jobs.arm --state STATE --store DIR|s3://BUCKET/PREFIX --sweep-id ID --arm-json '{...}'
 
 Every flag has an environment twin (RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID,
-RAGSWEEP_ARM, RAGSWEEP_RERANKER, RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS), which is how a
+RAGSWEEP_ARM, RAGSWEEP_RERANKER, RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS, RAGSWEEP_BACKEND), which is how a
 Job spec passes them. An arm whose complete artefact set for the same config hash is
 already in the store is skipped (exit 0). A failure is published as failed.json (so the
 collector names it) and exits with the error's code.
@@ -33,6 +33,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--reranker", type=Path, default=env("RAGSWEEP_RERANKER"))
     p.add_argument("--s3-endpoint", default=env("RAGSWEEP_S3_ENDPOINT"))
     p.add_argument("--workers", type=int, default=int(env("RAGSWEEP_WORKERS", "1")))
+    p.add_argument("--backend", choices=["embedded", "stack"], default=env("RAGSWEEP_BACKEND", "embedded"),
+                   help="embedded: the state's own index; stack: its OpenSearch index (RAGSWEEP_OPENSEARCH_URL)")
     args = p.parse_args(argv)
     missing = [n for n in ("state", "store", "sweep_id", "arm_json") if not getattr(args, n)]
     if missing:
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
     arm = Arm.model_validate(json.loads(args.arm_json))
     store = open_store(args.store, args.s3_endpoint)
-    identity = measurement_identity(args.state, arm, args.reranker)
+    identity = measurement_identity(args.state, arm, args.reranker, args.backend)
     digest = config_hash(arm, identity)
     if is_complete(store, args.sweep_id, arm, digest):
         print(f"{arm.name}: complete for config {digest[:12]}, skipped")
@@ -61,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         parser = argparse.ArgumentParser()
         register_bench(parser.add_subparsers())
         bench_args = parser.parse_args(["bench", "--state", str(args.state), "--control-name", arm.name, "--out", "-",
-                                        "--workers", str(args.workers), *arm_argv(arm),
+                                        "--workers", str(args.workers), "--backend", args.backend,
+                                        *arm_argv(arm),
                                         *(["--reranker", str(args.reranker)] if args.reranker else [])])
         config = config_from_args(bench_args, arm.name)
         state = State.open(args.state)

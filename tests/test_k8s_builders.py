@@ -158,6 +158,7 @@ def test_command_and_env_are_those_of_jobs_arm(arm: Arm, gpu: bool) -> None:
     assert env["RAGSWEEP_SWEEP_ID"]["value"] == SWEEP
     assert Arm.model_validate(json.loads(env["RAGSWEEP_ARM"]["value"])) == arm
     assert env["RAGSWEEP_S3_ENDPOINT"]["value"] == "http://rs-ragsweep-object-store:9000"
+    assert env["RAGSWEEP_BACKEND"]["value"] == "stack"  # arms in a release search its OpenSearch
     for name, key in (("AWS_ACCESS_KEY_ID", "access-key-id"), ("AWS_SECRET_ACCESS_KEY", "secret-access-key"),
                       ("PGPASSWORD", "password")):
         assert "value" not in env[name]

@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -338,7 +339,9 @@ def s3_store(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch, request: pytest.
         monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ragsweep-test")
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "ragsweep-test-secret")
         monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    store = S3Store("ragsweep-test", s3_endpoint, prefix=f"t-{request.node.name[:40].replace('[', '-')}".rstrip("]"))
+    # A fresh prefix per run: the stack's server keeps its data between `make test` runs.
+    name = request.node.name[:40].replace("[", "-").rstrip("]")
+    store = S3Store("ragsweep-test", s3_endpoint, prefix=f"t-{name}-{uuid.uuid4().hex[:8]}")
     deadline = time.monotonic() + 60
     while True:  # the server takes a moment to accept its first bucket
         try:

@@ -14,7 +14,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="var/sweeps",
                    help="artefact store: a local folder, or s3://BUCKET[/PREFIX] (endpoint from --s3-endpoint)")
     p.add_argument("--s3-endpoint", default=os.environ.get("RAGSWEEP_S3_ENDPOINT"))
-    p.add_argument("--sweep-id", default=None, help="default: {arms}-{state identity[:12]}, so a rerun resumes")
+    p.add_argument("--sweep-id", default=None,
+                   help="default: {arms}[-stack]-{state identity[:12]}, so a rerun resumes")
+    p.add_argument("--backend", choices=["embedded", "stack"], default="embedded",
+                   help="embedded: the state's own index; stack: its OpenSearch index at RAGSWEEP_OPENSEARCH_URL "
+                        "(a state built with --backend stack). Local executor; a k8s sweep measures the "
+                        "release's stack")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,7 +55,7 @@ def _sweep_id(args: argparse.Namespace) -> str:
         return str(args.sweep_id)
     if args.state is None:
         raise UsageError("give --sweep-id or --state")
-    return default_sweep_id(args.arms, state_identity(args.state))
+    return default_sweep_id(args.arms, state_identity(args.state), args.backend)
 
 
 def _print_comparison(store_spec: str, key: str) -> None:
@@ -72,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     arms = select_arms(catalogue_for(args.manifest), args.arms)
     sweep_id = _sweep_id(args)
     executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
-                             s3_endpoint=args.s3_endpoint)
+                             s3_endpoint=args.s3_endpoint, backend=args.backend)
     report = executor.run(arms, sweep_id)
     key = collect_sweep(open_store(args.out, args.s3_endpoint), sweep_id, args.arms, args.manifest)
     ran = [o for o in report.outcomes if o.status == "published"]

@@ -39,9 +39,21 @@ def state_identity(state: Path) -> str:
     return hashlib.sha256(manifest.read_bytes()).hexdigest()
 
 
-def measurement_identity(state: Path, arm: Arm, reranker: Path | None) -> str:
-    """What an arm's artefacts are true of: the state, and the reranker weights when it reranks."""
+BACKENDS = ("embedded", "stack")
+
+
+def check_backend(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise UsageError(f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    return backend
+
+
+def measurement_identity(state: Path, arm: Arm, reranker: Path | None, backend: str = "embedded") -> str:
+    """What an arm's artefacts are true of: the state, the search backend when it is not the
+    embedded default, and the reranker weights when the arm reranks."""
     identity = state_identity(state)
+    if check_backend(backend) != "embedded":
+        identity += f"+backend:{backend}"
     if arm.needs_reranker and reranker is not None:
         from harness.retrieval.rerank import reranker_provenance
 
@@ -63,8 +75,12 @@ def catalogue_for(manifest: Path | None) -> Catalogue:
     return load_manifest(manifest) if manifest else CATALOGUE
 
 
-def default_sweep_id(selector: str, identity: str) -> str:
+def default_sweep_id(selector: str, identity: str, backend: str = "embedded") -> str:
+    """``{selector}-{identity[:12]}``, with ``-stack`` after the selector for the stack backend:
+    the same arms over the same state on two backends are two sweeps, side by side."""
     safe = "-".join(part for part in selector.replace(",", "-").split("-") if part)
+    if check_backend(backend) != "embedded":
+        safe += f"-{backend}"
     return f"{safe}-{identity[:12]}"
 
 
@@ -100,11 +116,12 @@ class LocalExecutor:
     s3_endpoint: str | None = None
     arm_workers: int = 1
     quiet: bool = False
+    backend: str = "embedded"
 
     def _command(self, arm: Arm, sweep_id: str) -> list[str]:
         command = [sys.executable, "-m", "jobs.arm", "--state", str(self.state), "--store", self.store_spec,
                    "--sweep-id", sweep_id, "--arm-json", json.dumps(arm.model_dump(exclude_none=True)),
-                   "--workers", str(self.arm_workers)]
+                   "--workers", str(self.arm_workers), "--backend", self.backend]
         if self.reranker:
             command += ["--reranker", str(self.reranker)]
         if self.s3_endpoint:
@@ -127,7 +144,7 @@ class LocalExecutor:
         report = SweepReport(sweep_id=sweep_id)
         pending: list[Arm] = []
         for arm in arms:
-            digest = config_hash(arm, measurement_identity(self.state, arm, self.reranker))
+            digest = config_hash(arm, measurement_identity(self.state, arm, self.reranker, self.backend))
             if is_complete(store, sweep_id, arm, digest):
                 report.outcomes.append(ArmOutcome(arm, "skipped", message="complete for this config"))
             else:

@@ -145,6 +145,7 @@ def arm_env(settings: LauncherSettings, arm: Arm, sweep_id: str) -> list[k.V1Env
     if arm.needs_reranker:
         env.append(_env("RAGSWEEP_RERANKER", settings.reranker_path))
     env.append(_env("RAGSWEEP_WORKERS", str(settings.workers)))
+    env.append(_env("RAGSWEEP_BACKEND", settings.backend))
     env += [e for e in store_env(settings) if e.name != "RAGSWEEP_STORE"]
     return env + service_env(settings) + _runtime_env()
 

@@ -114,7 +114,7 @@ class K8sExecutor:
         report = SweepReport(sweep_id=sweep_id)
         pending: list[tuple[Arm, str]] = []
         for arm in arms:
-            digest = config_hash(arm, measurement_identity(self.state, arm, self.reranker))
+            digest = config_hash(arm, measurement_identity(self.state, arm, self.reranker, self.settings.backend))
             if is_complete(self.store, sweep_id, arm, digest):
                 report.outcomes.append(ArmOutcome(arm, "skipped", message="complete for this config"))
             else:
@@ -219,7 +219,7 @@ def run_from_args(args: Any) -> int:
             print(f"note: the cluster's state ({identity[:12]}) is not --state ({state_identity(local)[:12]}): "
                   "arms are measured on the state the release's injector built", file=sys.stderr)
         arms = select_arms(catalogue_for(None), args.arms)
-        sweep_id = str(args.sweep_id) if args.sweep_id else default_sweep_id(args.arms, identity)
+        sweep_id = str(args.sweep_id) if args.sweep_id else default_sweep_id(args.arms, identity, settings.backend)
         timeout = float(os.environ.get("RAGSWEEP_K8S_TIMEOUT", DEFAULT_TIMEOUT_S))
         executor = K8sExecutor(settings, namespace, batch, core, store, state, reranker=args.reranker,
                                parallelism=args.workers, timeout_s=timeout)

@@ -105,6 +105,9 @@ class LauncherSettings(_Model):
     state_key: str = "state/state.tar.gz"
     reranker_path: str = "/var/lib/ragsweep/reranker"
     workers: int = Field(1, ge=1)
+    # What the arms search: the release's OpenSearch (the injector builds the state with
+    # --backend stack), or the state's embedded index.
+    backend: Literal["embedded", "stack"] = "stack"
     parallelism: int = Field(4, ge=1)
     arm: PodShape = PodShape()
     collector: PodShape = PodShape()
