@@ -305,6 +305,27 @@ def test_bench_on_the_stack_ranks_exactly_as_the_embedded_backend(state_path: Pa
     assert {"p50", "p95"} <= set(runinfo["retrieval_latency_ms"])
 
 
+def test_time_also_records_both_backends_latency_in_one_runinfo(state_path: Path, tmp_path: Path) -> None:
+    """One run, same queries: the stack measured, the embedded backend timed beside it; metrics unchanged."""
+    base = ["bench", "--state", str(state_path), "--control-name", "fx", "--backend", "stack"]
+    assert main([*base, "--out", str(tmp_path / "alone")]) == 0
+    assert main([*base, "--time-also", "embedded", "--out", str(tmp_path / "paired")]) == 0
+    for name in ("metrics.json", "run.trec"):
+        assert _sha(tmp_path / "alone" / name) == _sha(tmp_path / "paired" / name)
+    runinfo = json.loads((tmp_path / "paired" / "runinfo.json").read_text())
+    by_backend = runinfo["retrieval_latency_ms_by_backend"]
+    queries = json.loads((tmp_path / "paired" / "metrics.json").read_text())["queries"]["scored"]
+    assert by_backend["stack"]["samples"] == by_backend["embedded"]["samples"] == queries > 0
+    assert by_backend["stack"]["p50"] <= by_backend["stack"]["p95"]
+    assert by_backend["stack"] == {**runinfo["retrieval_latency_ms"]}
+    agreement = runinfo["backend_agreement"]
+    assert agreement["backends"] == ["stack", "embedded"] and agreement["queries"] == queries
+    assert agreement["identical_ranked_lists"] == queries  # the fixture has no score ties (see the test above)
+    assert main([*base, "--time-also", "stack", "--out", str(tmp_path / "same")]) == 2
+    assert main([*base, "--time-also", "embedded", "--stage", "diversify", "--out", str(tmp_path / "pool")]) == 2
+    assert not (tmp_path / "same").exists() and not (tmp_path / "pool").exists()
+
+
 @pytest.mark.slow
 def test_two_full_reindexes_give_byte_identical_metrics(state_path: Path, client: OpenSearchClient,
                                                         tmp_path: Path) -> None:

@@ -63,6 +63,10 @@ def add_backend_flags(p: argparse.ArgumentParser) -> None:
                    "OpenSearch fused in Python")
     s.add_argument("--knn", choices=["exact", "hnsw"], default="exact",
                    help="stack only: exact (1+cos)/2 over the filtered plane (default) or approximate Lucene HNSW")
+    s.add_argument("--time-also", choices=["embedded", "stack"], default=None, metavar="BACKEND",
+                   help="retrieve stage: also run every query on this other backend (same queries, same vectors, "
+                   "the two calls alternating which goes first) and record both latencies, and whether the rankings "
+                   "agree, in runinfo.json. The metrics are the --backend's alone")
     s.add_argument("--settle-timeout", type=float, default=120.0, metavar="SECONDS",
                    help="stack only: how long to wait for the index to settle before refusing to measure")
 
@@ -104,6 +108,7 @@ def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
         answers=answer_settings_from_args(args),
         backend=getattr(args, "backend", "embedded"), fusion_mode=getattr(args, "fusion_mode", None),
         knn_strategy=getattr(args, "knn", "exact"), settle_timeout=getattr(args, "settle_timeout", 120.0),
+        time_also=getattr(args, "time_also", None),
     )
 
 

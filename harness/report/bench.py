@@ -83,6 +83,7 @@ class BenchConfig:
     fusion_mode: Literal["server", "client"] | None = None  # None: server on the stack, client embedded
     knn_strategy: Literal["exact", "hnsw"] = "exact"
     settle_timeout: float = 120.0
+    time_also: Literal["embedded", "stack"] | None = None  # a paired latency pass on the other backend
 
     def __post_init__(self) -> None:
         for name in ("size", "candidate_pool", "final_chunks", "max_chunks_per_file", "rerank_max_pairs", "workers"):
@@ -93,6 +94,9 @@ class BenchConfig:
         if self.backend == "embedded" and (self.fusion_mode == "server" or self.knn_strategy != "exact"):
             raise UsageError("--fusion-mode server and --knn hnsw need --backend stack; the embedded backend "
                              "fuses client-side over exact kNN")
+        if self.time_also is not None and (self.time_also == self.backend or self.stage != "retrieve"):
+            raise UsageError(f"--time-also {self.time_also}: needs the retrieve stage and a backend other than "
+                             f"--backend ({self.backend}, stage {self.stage})")
 
     @property
     def resolved_fusion_mode(self) -> Literal["server", "client"]:
@@ -126,6 +130,7 @@ class QueryOutcome:
     hits: list[Hit]
     seconds: float
     digest: dict[str, Any] | None = None
+    paired: tuple[list[str], float] | None = None  # --time-also: the other backend's doc ids and seconds
 
 
 def _percentiles(samples_ms: list[float]) -> dict[str, float]:
@@ -149,7 +154,9 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     embedding = state.index.meta["embedding"].get(config.embedding_text)
     if embedding is None:
         state.index.vectors(config.embedding_text)  # raises with the rebuild hint
-    stack = _open_stack(state, config) if config.backend == "stack" else None  # settles, or refuses
+    uses_stack = "stack" in (config.backend, config.time_also)
+    opened = _open_stack(state, config) if uses_stack else None  # settles, or refuses
+    stack = opened if config.backend == "stack" else None
     search: Any = stack.backend if stack else state.index
     dimension = stack.backend.dimension(config.embedding_text) if stack else embedding["dimension"]
     index_block = {
@@ -177,6 +184,18 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     retriever: Any = (stack.retriever(config.embedding_text, config.fusion, config.resolved_fusion_mode) if stack
                       else HybridRetriever(state.index, config.embedding_text, config.fusion))
     texts = {d["id"]: d["content"] for d in state.index.docs} if reranker else {}
+    paired: Any = None
+    if config.time_also == "stack":
+        assert opened is not None
+        paired = opened.retriever(config.embedding_text, config.fusion, config.fusion_mode or "server")
+    elif config.time_also == "embedded":
+        paired = HybridRetriever(state.index, config.embedding_text, config.fusion)
+
+    def timed(target: Any, i: int) -> tuple[list[Hit], float]:
+        t0 = time.perf_counter()
+        hits = target.retrieve(judged[i].text, vectors[i], config.size,  # type: ignore[index]
+                               file_uuids=list(judged[i].gold_files) if config.scope == "gold-files" else None)
+        return hits, time.perf_counter() - t0
 
     def one(i: int) -> QueryOutcome:
         query, vector = judged[i], vectors[i]  # type: ignore[index]
@@ -191,6 +210,12 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
         elif config.stage == "diversify":
             pool = retriever.retrieve(query.text, vector, config.candidate_pool, file_uuids=scope)
             hits = diversity_sample(pool, config.final_chunks, config.max_chunks_per_file)
+        elif paired is not None:  # alternate which backend goes first, so neither always runs warm
+            if i % 2:
+                (other, other_s), (hits, seconds) = timed(paired, i), timed(retriever, i)
+            else:
+                (hits, seconds), (other, other_s) = timed(retriever, i), timed(paired, i)
+            return QueryOutcome(hits=hits, seconds=seconds, paired=([h.doc_id for h in other], other_s))
         else:
             hits = retriever.retrieve(query.text, vector, config.size, file_uuids=scope)
         seconds = time.perf_counter() - t0
@@ -200,8 +225,8 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
         return QueryOutcome(hits=hits, seconds=seconds, digest=digest)
 
     outcomes: dict[str, QueryOutcome] = {}
-    if stack:
-        stack.begin()  # indexing.total before the measurement
+    if opened:
+        opened.begin()  # indexing.total before the measurement
     with ThreadPoolExecutor(max_workers=config.workers) as pool_executor:
         for n, (i, outcome) in enumerate(
             zip(range(len(judged)), pool_executor.map(one, range(len(judged))), strict=True), start=1
@@ -222,7 +247,7 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     if config.stage == "route":
         extra["digest_leg"] = _digest_summary(outcomes, judged)
     extra["answers"] = _answers(state, corpora, config.answers, search)
-    stack_info = stack.end() if stack else None  # indexing.total after: a write voids it, nothing is written
+    stack_info = opened.end() if opened else None  # indexing.total after: a write voids it, nothing is written
     claim = Claim(
         control_name=config.control_name, corpora=corpora, judgements=judgements, evaluation=evaluation,
         file_measures=per_file, policy=config.policy, chunking=state.manifest["chunking"],
@@ -239,6 +264,15 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
         "workers": config.workers,
         "retrieval_latency_ms": {**latency, "concurrency": config.workers},
     }
+    if paired is not None:
+        runinfo["retrieval_latency_ms_by_backend"] = {
+            config.backend: {**latency, "concurrency": config.workers},
+            str(config.time_also): {**_percentiles([o.paired[1] * 1000 for o in outcomes.values()
+                                                    if o.paired is not None]),
+                                    "concurrency": config.workers},
+            "pairing": "same queries and query vectors; the two calls per query alternate which runs first",
+        }
+        runinfo["backend_agreement"] = _ranking_agreement(outcomes, config.backend, str(config.time_also))
     if stack_info is not None:
         runinfo["stack"] = stack_info
     files = {"metrics.json": dumps(metrics), "metrics.md": render_metrics_md(metrics),
@@ -252,6 +286,22 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
         files["compare.md"] = render_compare(metrics, load_metrics(compare))
     write_files(out, files)
     return metrics
+
+
+def _ranking_agreement(outcomes: dict[str, QueryOutcome], backend: str, other: str) -> dict[str, Any]:
+    """How often the paired backend returned the very same ranked list (ids, in order)."""
+    same = top10 = 0
+    differing: list[str] = []
+    for qid in sorted(outcomes):
+        mine = [h.doc_id for h in outcomes[qid].hits]
+        pair = outcomes[qid].paired
+        theirs = pair[0] if pair is not None else []
+        same += mine == theirs
+        top10 += mine[:10] == theirs[:10]
+        if mine != theirs:
+            differing.append(qid)
+    return {"backends": [backend, other], "queries": len(outcomes), "identical_ranked_lists": same,
+            "identical_top10": top10, "differing_queries": differing[:20]}
 
 
 def _open_stack(state: State, config: BenchConfig) -> Any:
