@@ -293,3 +293,35 @@ def test_sweep_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 def test_the_command_needs_a_source(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(UsageError, match="name the arms"):
         run_command([], capsys)
+
+
+def test_versus_compares_one_corpus_across_two_sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two sweeps of the same arms (embedded vs stack): each side's deltas on one corpus, sides named by backend."""
+    store = LocalFolderStore(tmp_path / "store")
+    arms = [Arm(name="ctl", family="f", axis="control"), Arm(name="a", family="f", axis="knob"),
+            Arm(name="b", family="f", axis="knob"), Arm(name="c", family="f", axis="knob")]
+    sides = {"s-emb": ("embedded", {"ctl": 0.5, "a": 0.52, "b": 0.51, "c": 0.49}),
+             "s-stack": ("stack", {"ctl": 0.5, "a": 0.51, "b": 0.52, "c": 0.49})}
+    for sweep, (backend, values) in sides.items():
+        for arm in arms:
+            if sweep == "s-stack" and arm.name == "c":
+                continue  # never published on one side: not measured, and named
+            doc = {**metrics({("synthetic", "all"): values[arm.name]}), "retrieval": {"backend": backend}}
+            files = {"metrics.json": dumps(doc), "metrics.md": "", "runinfo.json": "{}\n",
+                     "per_query.json": dumps({"schema": "ragsweep.per_query/1", "queries": {}})}
+            publish_arm(store, sweep, arm, config_hash(arm, backend), files, state_identity=backend)
+    catalogue = tmp_path / "catalogue.json"
+    catalogue.write_text(json.dumps({"schema": "ragsweep.catalogue/1", "families": [
+        {"name": "f", "control": "ctl", "arms": [{"name": a.name, "axis": a.axis} for a in arms]}]}))
+    base = ["--sweep", str(tmp_path / "store"), "--sweep-id", "s-emb", "--versus", "s-stack", "--catalogue",
+            str(catalogue)]
+    out = json.loads(run_command([*base, "--json"], capsys))
+    assert out["corpora"] == {"first": "embedded", "second": "stack"}
+    assert [(a["arm"], a["first"], a["second"]) for a in out["arms"]] == [
+        ("a", pytest.approx(0.02), pytest.approx(0.01)), ("b", pytest.approx(0.01), pytest.approx(0.02))]
+    assert out["sets"][0]["coefficients"]["kendall_tau_b"] == pytest.approx(-1.0)
+    assert out["not_measured"] == [{"arm": "c", "family": "f", "why": "incomplete: stack: missing"}]
+    with pytest.raises(UsageError, match="--corpus qmsum: not measured in both"):
+        run_command([*base, "--corpus", "qmsum"], capsys)
+    with pytest.raises(UsageError, match="need --sweep"):
+        run_command(["--manifest", str(catalogue), "--versus", "x"], capsys)

@@ -19,6 +19,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source = p.add_argument_group("arms (one source)")
     source.add_argument("--sweep", type=Path, metavar="DIR", help="a local artefact store root (the sweep's --out)")
     source.add_argument("--sweep-id", help="the sweep to read under --sweep")
+    source.add_argument("--versus", metavar="SWEEP_ID",
+                        help="with --sweep/--sweep-id: compare the same arms in a second sweep under --sweep on one "
+                             "corpus (e.g. the embedded and the stack backend) instead of two corpora in one sweep")
+    source.add_argument("--corpus", help="with --versus: the corpus compared (default: the one both sweeps measured)")
     source.add_argument("--catalogue", type=Path, metavar="MANIFEST",
                         help="with --sweep: the families the sweep ran, if not the built-in catalogue")
     source.add_argument("--manifest", type=Path, metavar="F",
@@ -41,7 +45,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.metrics.measures import parse_measure
     from harness.report.files import dumps
-    from harness.sweep.agreement import analyse, render_agreement, results_from_manifest, results_from_store
+    from harness.sweep.agreement import (
+        analyse,
+        pair_sweeps,
+        render_agreement,
+        results_from_manifest,
+        results_from_store,
+    )
     from harness.sweep.catalogue import CATALOGUE, emit_manifest, load_manifest
     from harness.sweep.storage import LocalFolderStore
 
@@ -50,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.manifest and (args.sweep or args.sweep_id):
         raise UsageError("give --manifest or --sweep/--sweep-id, not both")
+    if (args.versus or args.corpus) and not (args.sweep and args.sweep_id):
+        raise UsageError("--versus and --corpus need --sweep DIR --sweep-id ID")
     if args.manifest:
         catalogue, results = results_from_manifest(args.manifest)
     elif args.sweep and args.sweep_id:
@@ -57,6 +69,14 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--sweep {args.sweep}: no such folder")
         catalogue = load_manifest(args.catalogue) if args.catalogue else CATALOGUE
         results = results_from_store(LocalFolderStore(args.sweep), args.sweep_id, catalogue)
+        if args.versus:
+            other = results_from_store(LocalFolderStore(args.sweep), args.versus, catalogue)
+            results, labels, corpus = pair_sweeps(results, other, (args.sweep_id, args.versus), args.corpus)
+            if args.corpora:
+                raise UsageError("--corpora compares two corpora in one sweep; with --versus name one --corpus")
+            args.corpora = ",".join(labels)
+            print(f"# {args.sweep_id} ({labels[0]}) versus {args.versus} ({labels[1]}), corpus {corpus}",
+                  file=sys.stderr)
     else:
         raise UsageError("name the arms: --sweep DIR --sweep-id ID, or --manifest F (see --emit-manifest)")
     corpora = [c.strip() for c in args.corpora.split(",")] if args.corpora else None

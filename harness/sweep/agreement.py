@@ -153,6 +153,47 @@ def results_from_store(store: ArtefactStore, sweep_id: str, catalogue: Catalogue
     return [load_from_store(store, sweep_id, arm) for arm in catalogue.arms]
 
 
+def _backend_of(results: Sequence[ArmResults]) -> str | None:
+    for r in results:
+        if r.complete and r.metrics is not None:
+            return str(r.metrics.get("retrieval", {}).get("backend", "embedded"))
+    return None
+
+
+def pair_sweeps(first: Sequence[ArmResults], second: Sequence[ArmResults], ids: tuple[str, str],
+                corpus: str | None = None) -> tuple[list[ArmResults], tuple[str, str], str]:
+    """Two sweeps of the same arms on one corpus, as one result set whose two "sides" are the sweeps.
+
+    The sides are named by the search backend each sweep recorded when those differ (the
+    embedded-versus-stack comparison), else by the sweep ids. An arm counts only when it is
+    complete in both sweeps; otherwise it is reported as not measured, with which side lacks it.
+    """
+    shared = sorted({c for r in first if r.complete for c in r.corpora}
+                    & {c for r in second if r.complete for c in r.corpora})
+    if corpus is None:
+        if len(shared) != 1:
+            raise UsageError(f"the two sweeps share {len(shared)} corpora ({', '.join(shared) or 'none'}); "
+                             "name one with --corpus")
+        corpus = shared[0]
+    elif corpus not in shared:
+        raise UsageError(f"--corpus {corpus}: not measured in both sweeps (shared: {', '.join(shared) or 'none'})")
+    backends = (_backend_of(first), _backend_of(second))
+    labels = (str(backends[0]), str(backends[1])) if None not in backends and backends[0] != backends[1] else ids
+    by_name = {r.arm.name: r for r in second}
+    merged: list[ArmResults] = []
+    for a in first:
+        b = by_name.get(a.arm.name)
+        if b is None or not (a.complete and b.complete):
+            lacking = [f"{label}: {r.status if r else 'not read'}" for label, r in zip(labels, (a, b), strict=True)
+                       if r is None or not r.complete]
+            merged.append(ArmResults(arm=a.arm, status="incomplete", detail="; ".join(lacking)))
+            continue
+        rows = {(labels[0], cls): row for (c, cls), row in a.rows.items() if c == corpus}
+        rows.update({(labels[1], cls): row for (c, cls), row in b.rows.items() if c == corpus})
+        merged.append(ArmResults(arm=a.arm, status="complete", metrics=a.metrics, rows=rows))
+    return merged, labels, corpus
+
+
 def _range(values: Sequence[float]) -> float | None:
     return (max(values) - min(values)) if values else None
 
