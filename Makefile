@@ -63,7 +63,7 @@ sweep: $(STATE)/state.json ## run the ARMS family (fusion|budget|pool|diversity|
 ifeq ($(EXECUTOR),k8s)
 	$(MAKE) sweep-k8s ARMS=$(ARMS)
 else
-	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor local --workers $(WORKERS) --out $(VAR)/sweeps $(if $(RERANKER),--reranker $(RERANKER))
+	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor local --workers $(WORKERS) --out $(VAR) $(if $(RERANKER),--reranker $(RERANKER))
 endif
 
 bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs raw encode, retrieval latency

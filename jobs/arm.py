@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.report.bench import run_bench
     from harness.sweep.catalogue import Arm, arm_argv, config_hash
     from harness.sweep.executor import measurement_identity, open_store
-    from harness.sweep.storage import ARM_FILES, is_complete, publish_arm, publish_failure
+    from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES, is_complete, publish_arm, publish_failure
 
     arm = Arm.model_validate(json.loads(args.arm_json))
     store = open_store(args.store, args.s3_endpoint)
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         embedder = SentenceTransformerEmbedder(bench_args.embedding_model)
         with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
             run_bench(state, config, embedder, Path(tmp))
-            files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in ARM_FILES}
+            files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in (*ARM_FILES, *ARM_EXTRA_FILES)}
         publish_arm(store, args.sweep_id, arm, digest, files, state_identity=identity)
     except BaseException as e:
         message = str(e) if isinstance(e, HarnessError) else f"{type(e).__name__}: {e}"

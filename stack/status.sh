@@ -9,6 +9,7 @@ pg_status || rc=1
 redis_status || rc=1
 s3_status || rc=1
 os_status || rc=1
+bash "$(dirname "${BASH_SOURCE[0]}")/celery.sh" status || rc=1
 if [[ -f $STACK_ENV_FILE ]]; then
   echo "settings: $STACK_ENV_FILE"
 else

@@ -30,7 +30,7 @@ from harness.sweep.catalogue import CATALOGUE, config_hash
 from harness.sweep.executor import measurement_identity
 from harness.sweep.k8s.builders import build_arm_job, serialize
 from harness.sweep.k8s.settings import LauncherSettings
-from harness.sweep.storage import ARM_FILES, LocalFolderStore, is_complete
+from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES, LocalFolderStore, is_complete
 
 pytestmark = pytest.mark.integration
 
@@ -93,7 +93,7 @@ def test_jobs_arm_runs_from_the_job_spec_and_publishes(state: Path, tmp_path: Pa
 
     store = LocalFolderStore(store_dir)
     prefix = f"sweeps/{SWEEP}/fusion/{arm.name}"
-    for name in (*ARM_FILES, "complete.json"):
+    for name in (*ARM_FILES, *ARM_EXTRA_FILES, "complete.json"):
         assert store.exists(f"{prefix}/{name}"), name
     digest = config_hash(arm, measurement_identity(state, arm, None))
     assert is_complete(store, SWEEP, arm, digest)  # what the launcher checks on a rerun

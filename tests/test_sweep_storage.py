@@ -34,6 +34,7 @@ from harness.sweep.storage import (
     is_transient_s3_error,
     publish_arm,
     publish_failure,
+    read_complete_marker,
     read_failure,
     retry_transient,
 )
@@ -399,3 +400,16 @@ def test_s3_missing_bucket_is_not_retried(s3_endpoint: str, monkeypatch: pytest.
     with pytest.raises(StorageError, match="NoSuchBucket"):  # a wrong bucket is not a missing artefact
         store.get_text("x")
     assert slept == []
+
+
+def test_extra_files_are_published_recorded_and_checked(tmp_path: Path) -> None:
+    store = LocalFolderStore(tmp_path)
+    digest = config_hash(ARM, "state-A")
+    publish_arm(store, "s1", ARM, digest, {**FILES, "run.trec": "q 0 d 1 1.0 x\n"}, state_identity="state-A")
+    assert is_complete(store, "s1", ARM, digest)
+    marker = read_complete_marker(store, "s1", ARM)
+    assert marker is not None and set(marker["files"]) == {*ARM_FILES, "run.trec"}
+    store.put_text("sweeps/s1/pool/pool-12/run.trec", "tampered\n")
+    assert not is_complete(store, "s1", ARM, digest)
+    with pytest.raises(UsageError, match=r"unexpected notes\.txt"):
+        publish_arm(store, "s1", ARM, digest, {**FILES, "notes.txt": "x"})

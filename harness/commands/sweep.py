@@ -11,8 +11,9 @@ from pathlib import Path
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arms", default="fusion", help="family names (fusion,budget,pool,diversity,embedding) or all")
     p.add_argument("--manifest", type=Path, default=None, help="your own arms (JSON, see --emit-manifest)")
-    p.add_argument("--out", default="var/sweeps",
-                   help="artefact store: a local folder, or s3://BUCKET[/PREFIX] (endpoint from --s3-endpoint)")
+    p.add_argument("--out", default="var",
+                   help="artefact store root (sweeps land in ROOT/sweeps/<id>/): a local folder (default var), "
+                        "or s3://BUCKET[/PREFIX] (endpoint from --s3-endpoint)")
     p.add_argument("--s3-endpoint", default=os.environ.get("RAGSWEEP_S3_ENDPOINT"))
     p.add_argument("--sweep-id", default=None,
                    help="default: {arms}[-stack]-{state identity[:12]}, so a rerun resumes")

@@ -36,6 +36,10 @@ from harness.errors import HarnessError, InputDataError, IntegrityError, UsageEr
 from harness.sweep.catalogue import Arm
 
 ARM_FILES: tuple[str, ...] = ("metrics.json", "metrics.md", "per_query.json", "runinfo.json")
+# Published beside them when the arm wrote them (jobs.arm does): the run and qrels in trec_eval's
+# formats, so `ragsweep score` can re-score an arm and two sweeps' runs can be compared byte for
+# byte, and the aggregation answers. complete.json records each one that was published.
+ARM_EXTRA_FILES: tuple[str, ...] = ("run.trec", "qrels.trec", "answers.md")
 COMPLETE_MARKER = "complete.json"
 FAILED_MARKER = "failed.json"
 COMPLETE_SCHEMA = "ragsweep.complete/1"
@@ -377,7 +381,7 @@ def incomplete_reason(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash
     recorded = marker.get("files")
     if not isinstance(recorded, dict):
         return "complete.json names no files"
-    for name in ARM_FILES:
+    for name in (*ARM_FILES, *(n for n in ARM_EXTRA_FILES if n in recorded)):
         try:
             text = store.get_text(arm_key(sweep_id, arm, name))
         except MissingArtefactError:
@@ -393,13 +397,16 @@ def is_complete(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash: str)
 
 def publish_arm(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash: str, files: Mapping[str, str], *,
                 state_identity: str | None = None) -> None:
-    """Write the four artefacts, then ``complete.json`` (their sha256s and the config hash) last."""
+    """Write the four artefacts (and any of ARM_EXTRA_FILES given), then ``complete.json``
+    (their sha256s and the config hash) last."""
     missing = [name for name in ARM_FILES if name not in files]
-    extra = sorted(set(files) - set(ARM_FILES))
+    extra = sorted(set(files) - set(ARM_FILES) - set(ARM_EXTRA_FILES))
     if missing or extra:
-        raise UsageError(f"arm {arm.name}: an artefact set is exactly {', '.join(ARM_FILES)}; "
-                         f"missing {', '.join(missing) or 'none'}, unexpected {', '.join(extra) or 'none'}")
-    for name in ARM_FILES:
+        raise UsageError(f"arm {arm.name}: an artefact set is {', '.join(ARM_FILES)} (and optionally "
+                         f"{', '.join(ARM_EXTRA_FILES)}); missing {', '.join(missing) or 'none'}, unexpected "
+                         f"{', '.join(extra) or 'none'}")
+    names = [*ARM_FILES, *(n for n in ARM_EXTRA_FILES if n in files)]
+    for name in names:
         store.put_text(arm_key(sweep_id, arm, name), files[name])
     marker = {
         "schema": COMPLETE_SCHEMA,
@@ -408,7 +415,7 @@ def publish_arm(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash: str,
         "config": arm.resolved_config(),
         "config_hash": config_hash,
         "state_identity": state_identity,
-        "files": {name: sha256_text(files[name]) for name in ARM_FILES},
+        "files": {name: sha256_text(files[name]) for name in names},
     }
     store.put_text(arm_key(sweep_id, arm, COMPLETE_MARKER), json.dumps(marker, indent=2, sort_keys=True) + "\n")
 
