@@ -325,3 +325,14 @@ def test_versus_compares_one_corpus_across_two_sweeps(tmp_path: Path, capsys: py
         run_command([*base, "--corpus", "qmsum"], capsys)
     with pytest.raises(UsageError, match="need --sweep"):
         run_command(["--manifest", str(catalogue), "--versus", "x"], capsys)
+
+
+def test_only_the_families_a_sweep_ran_are_reported() -> None:
+    from harness.sweep.agreement import ran_families
+
+    fusion = CATALOGUE.family("fusion")
+    results = [ArmResults(arm=a, status="missing") for f in CATALOGUE.families for a in f.arms]
+    results[[r.arm.name for r in results].index(fusion.control)] = ArmResults(arm=fusion.arms[0], status="failed")
+    assert [f.name for f in ran_families(CATALOGUE, results).families] == ["fusion"]
+    with pytest.raises(UsageError, match="holds no arm"):
+        ran_families(CATALOGUE, [ArmResults(arm=a, status="missing") for a in fusion.arms])

@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.sweep.agreement import (
         analyse,
         pair_sweeps,
+        ran_families,
         render_agreement,
         results_from_manifest,
         results_from_store,
@@ -69,8 +70,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--sweep {args.sweep}: no such folder")
         catalogue = load_manifest(args.catalogue) if args.catalogue else CATALOGUE
         results = results_from_store(LocalFolderStore(args.sweep), args.sweep_id, catalogue)
+        other = results_from_store(LocalFolderStore(args.sweep), args.versus, catalogue) if args.versus else []
+        catalogue = ran_families(catalogue, [*results, *other])
         if args.versus:
-            other = results_from_store(LocalFolderStore(args.sweep), args.versus, catalogue)
             results, labels, corpus = pair_sweeps(results, other, (args.sweep_id, args.versus), args.corpus)
             if args.corpora:
                 raise UsageError("--corpora compares two corpora in one sweep; with --versus name one --corpus")

@@ -194,6 +194,16 @@ def pair_sweeps(first: Sequence[ArmResults], second: Sequence[ArmResults], ids: 
     return merged, labels, corpus
 
 
+def ran_families(catalogue: Catalogue, results: Sequence[ArmResults]) -> Catalogue:
+    """The catalogue's families of which the sweep(s) wrote anything (an arm complete, failed or
+    incomplete): a fusion sweep is not reported as missing the other families' arms."""
+    touched = {r.arm.family for r in results if r.status != "missing"}
+    families = tuple(f for f in catalogue.families if f.name in touched)
+    if not families:
+        raise UsageError("the sweep holds no arm of the catalogue (wrong --sweep-id, --sweep root or --catalogue?)")
+    return catalogue.model_copy(update={"families": families})
+
+
 def _range(values: Sequence[float]) -> float | None:
     return (max(values) - min(values)) if values else None
 
