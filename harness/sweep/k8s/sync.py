@@ -69,8 +69,10 @@ def pull(store: ArtefactStore, key: str, out: Path, *, wait_s: float = 0.0, poll
     started = clock()
     while not store.exists(f"{key}.sha256"):
         if clock() - started >= wait_s:
-            raise MissingArtefactError(f"{store.describe()}: no {key} (waited {wait_s:g}s); has the injector "
-                                       "finished? `kubectl -n NAMESPACE logs job/RELEASE-injector`")
+            hint = ("the launcher pushes a reranker before it submits the rerank arms' Jobs; was it run with "
+                    "--reranker?" if key.startswith("rerankers/") else
+                    "has the injector finished? `kubectl -n NAMESPACE logs job/RELEASE-injector`")
+            raise MissingArtefactError(f"{store.describe()}: no {key} (waited {wait_s:g}s); {hint}")
         sleep(poll_s)
     expected = store.get_text(f"{key}.sha256").strip()
     data = store.get_bytes(key)

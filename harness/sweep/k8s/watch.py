@@ -7,7 +7,9 @@ is one with a ``Complete`` or ``Failed`` condition whose status is True (``Failu
 ``SuccessCriteriaMet`` are interim: the pods are still terminating). For a failed Job the
 result carries the condition's reason and message, how many pods failed (so a retry shows),
 the last failed pod's exit code and reason, and that pod's last log lines; logs that cannot
-be read say why instead of failing the report.
+be read say why instead of failing the report. When an init container failed (the state or
+the reranker could not be fetched), the main container never started: the exit code, the
+reason and the log lines are then the init container's, and the report names it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class JobResult:
     pod: str = ""
     pod_reason: str = ""
     log_tail: tuple[str, ...] = field(default_factory=tuple)
+    init_container: str = ""  # set when an init container failed and the main one never ran
 
     def describe(self) -> str:
         """One line: the failing condition, the retries, the pod's exit and its last log line."""
@@ -49,7 +52,8 @@ class JobResult:
         parts.append(f"{self.failed_pods} pod(s) failed")
         if self.pod:
             exit_text = f"exit {self.exit_code}" if self.exit_code is not None else "no exit code"
-            parts.append(f"last pod {self.pod}: {exit_text}{f' {self.pod_reason}' if self.pod_reason else ''}")
+            where = f"init container {self.init_container} " if self.init_container else ""
+            parts.append(f"last pod {self.pod}: {where}{exit_text}{f' {self.pod_reason}' if self.pod_reason else ''}")
         if self.log_tail:
             parts.append(f"last log line: {self.log_tail[-1]}")
         return "; ".join(parts)
@@ -68,17 +72,21 @@ def finished_condition(job: Any) -> tuple[bool, str, str] | None:
     return None
 
 
-def _terminated(pod: Any) -> tuple[int | None, str]:
+def _terminated(pod: Any) -> tuple[int | None, str, str]:
+    """(exit code, reason, init container name or "") of what ended the pod: a container that
+    exited non-zero, else an init container that did, else any container that terminated."""
     statuses = (pod.status.container_statuses or []) if pod.status else []
-    for status in statuses:
-        state = status.state.terminated if status.state else None
-        if state is not None and state.exit_code:
-            return int(state.exit_code), state.reason or ""
+    init = (pod.status.init_container_statuses or []) if pod.status else []
+    for group, is_init in ((statuses, False), (init, True)):
+        for status in group:
+            state = status.state.terminated if status.state else None
+            if state is not None and state.exit_code:
+                return int(state.exit_code), state.reason or "", status.name if is_init else ""
     for status in statuses:
         state = status.state.terminated if status.state else None
         if state is not None:
-            return int(state.exit_code), state.reason or ""
-    return None, (pod.status.reason or "") if pod.status else ""
+            return int(state.exit_code), state.reason or "", ""
+    return None, (pod.status.reason or "") if pod.status else "", ""
 
 
 @dataclass
@@ -112,14 +120,17 @@ class JobWatcher:
         if not failed_pods:
             return JobResult(name, False, reason, message, failed)
         last = failed_pods[-1]
-        exit_code, pod_reason = _terminated(last)
+        exit_code, pod_reason, init_container = _terminated(last)
         return JobResult(name, False, reason, message, max(failed, len([p for p in pods if p.status and
                                                                           p.status.phase == "Failed"])),
-                         exit_code, last.metadata.name, pod_reason, self.logs(last.metadata.name))
+                         exit_code, last.metadata.name, pod_reason,
+                         self.logs(last.metadata.name, init_container or None), init_container)
 
-    def logs(self, pod: str) -> tuple[str, ...]:
+    def logs(self, pod: str, container: str | None = None) -> tuple[str, ...]:
+        """The last log lines of ``container`` (default: the watcher's main container)."""
+        container = container or self.container
         try:
-            text = call_api(lambda: self.core.read_namespaced_pod_log(pod, self.namespace, container=self.container,
+            text = call_api(lambda: self.core.read_namespaced_pod_log(pod, self.namespace, container=container,
                                                                       tail_lines=self.log_lines),
                             f"logs of pod {pod}", RetryPolicy(deadline_s=10.0, sleep=self.policy.sleep,
                                                               clock=self.policy.clock), passthrough=(400, 404))

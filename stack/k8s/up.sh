@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Start the Kubernetes test bed on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kwok with two fake nodes (ragsweep-cpu-0, and ragsweep-gpu-0 with one
+# nvidia.com/gpu, the chart's GPU label and taint). Idempotent: what runs is left running.
+# Writes var/k8s/kubeconfig and returns once both nodes are Ready and schedulable.
+# Usage: stack/k8s/up.sh        (binaries: make k8s-apiserver-tools; stop: stack/k8s/down.sh)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+case "${1:-}" in
+  -h | --help) sed -n '2,6s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+  "") ;;
+  *) k8s_die "unknown argument '$1' (see --help)" ;;
+esac
+
+started=$SECONDS
+k8s_defaults
+missing="$(k8s_missing_binaries)"
+[[ -z $missing ]] || k8s_die "missing in $K8S_BIN: $missing(build them: make -f Makefile.k8s k8s-apiserver-tools, about 35 min cold)"
+mkdir -p "$K8S_DIR" "$K8S_RUN" "$K8S_LOGS" "$K8S_DIR/etcd" "$K8S_DIR/apiserver" "$K8S_DIR/manifests"
+[[ -e $K8S_MARKER ]] || printf 'ragsweep Kubernetes test bed; created %s\n' "$(date -u +%FT%TZ)" >"$K8S_MARKER"
+exec 9>"$K8S_DIR/.lock"
+flock -w 300 9 || k8s_die "another up/down holds $K8S_DIR/.lock"
+
+k8s_pki
+k8s_write_kubeconfig
+
+# -- etcd: one member, loopback, plain HTTP (nothing but the API server talks to it).
+k8s_start etcd "$ETCD_PORT" --name testbed --data-dir "$K8S_DIR/etcd" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster "testbed=http://127.0.0.1:$ETCD_PEER_PORT" \
+  --quota-backend-bytes $((1024 * 1024 * 1024)) --log-level warn
+k8s_wait etcd bash -c "curl -sf --max-time 2 http://127.0.0.1:$ETCD_PORT/health | grep -q '\"health\":\"true\"'"
+
+# -- kube-apiserver: client certificates, RBAC, the default admission plugins (none needs
+# anything outside the API server), service-account tokens signed by sa.key.
+k8s_start kube-apiserver "$APISERVER_PORT" \
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
+  --secure-port "$APISERVER_PORT" --cert-dir "$K8S_DIR/apiserver" \
+  --tls-cert-file "$K8S_PKI/apiserver.crt" --tls-private-key-file "$K8S_PKI/apiserver.key" \
+  --client-ca-file "$K8S_PKI/ca.crt" --authorization-mode RBAC --anonymous-auth=false \
+  --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$K8S_PKI/sa.pub" \
+  --service-account-signing-key-file "$K8S_PKI/sa.key" --service-cluster-ip-range "$SERVICE_CIDR" \
+  --kubelet-preferred-address-types InternalIP --kubelet-certificate-authority "$K8S_PKI/ca.crt" \
+  --kubelet-client-certificate "$K8S_PKI/admin.crt" --kubelet-client-key "$K8S_PKI/admin.key" \
+  --endpoint-reconciler-type none --allow-privileged=false --profiling=false --v=1
+k8s_wait kube-apiserver k8s_apiserver_ready
+k8s_log "kube-apiserver: ready at $APISERVER_URL ($(k8s_api GET /version | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p'))"
+
+# -- kwok's Logs CRD (from the kwok module the binary was built from): the process kubelet
+# registers each container's log file there, and kwok serves it on the node's kubelet port.
+crd="$(go env GOMODCACHE 2>/dev/null)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/crd/bases/kwok.x-k8s.io_logs.yaml"
+if [[ ! -f $crd ]]; then
+  command -v go >/dev/null || k8s_die "go is needed to find kwok's Logs CRD (module sigs.k8s.io/kwok@$KWOK_VERSION)"
+  dir="$(cd "$K8S_DIR" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+  crd="$dir/kustomize/crd/bases/kwok.x-k8s.io_logs.yaml"
+  [[ -f $crd ]] || k8s_die "kwok's Logs CRD not found in sigs.k8s.io/kwok@$KWOK_VERSION"
+fi
+k8s_create /apis/apiextensions.k8s.io/v1/customresourcedefinitions "$crd"
+k8s_wait kube-apiserver bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert '$K8S_PKI/ca.crt' \
+  --cert '$K8S_PKI/admin.crt' --key '$K8S_PKI/admin.key' '$APISERVER_URL/apis/kwok.x-k8s.io/v1alpha1/logs') == 200 ]]"
+
+# -- the fake nodes, one object per file for the API.
+rm -f "$K8S_DIR/manifests"/node-*.yaml
+awk -v dir="$K8S_DIR/manifests" '/^---$/ { n++; next } { print > (dir "/node-" n+0 ".yaml") }' "$K8S_SRC/nodes.yaml"
+for f in "$K8S_DIR/manifests"/node-*.yaml; do k8s_create /api/v1/nodes "$f"; done
+
+# -- the controllers (Job, garbage collector, TTL-after-finished, node lifecycle, service
+# accounts and their tokens, namespaces, ...) and the scheduler, as the admin.
+k8s_start kube-controller-manager "$KCM_PORT" --kubeconfig "$K8S_KUBECONFIG" \
+  --authentication-kubeconfig "$K8S_KUBECONFIG" --authorization-kubeconfig "$K8S_KUBECONFIG" \
+  --bind-address 127.0.0.1 --secure-port "$KCM_PORT" --leader-elect=false \
+  --controllers '*' --use-service-account-credentials=false \
+  --service-account-private-key-file "$K8S_PKI/sa.key" --root-ca-file "$K8S_PKI/ca.crt" \
+  --cluster-signing-cert-file "$K8S_PKI/ca.crt" --cluster-signing-key-file "$K8S_PKI/ca.key" \
+  --node-monitor-grace-period 40s --profiling=false --v=1
+k8s_start kube-scheduler "$SCHEDULER_PORT" --kubeconfig "$K8S_KUBECONFIG" \
+  --authentication-kubeconfig "$K8S_KUBECONFIG" --authorization-kubeconfig "$K8S_KUBECONFIG" \
+  --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --leader-elect=false --profiling=false --v=1
+
+# -- kwok: keeps the nodes annotated kwok.x-k8s.io/node=fake Ready (stages in kwok.yaml, node
+# leases) and serves their kubelet endpoint (pod logs) on 127.0.0.1:KWOK_PORT.
+k8s_start kwok "$KWOK_PORT" --kubeconfig "$K8S_KUBECONFIG" --config "$K8S_SRC/kwok.yaml" \
+  --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+  --node-ip 127.0.0.1 --node-port "$KWOK_PORT" --server-address "127.0.0.1:$KWOK_PORT" \
+  --tls-cert-file "$K8S_PKI/kubelet.crt" --tls-private-key-file "$K8S_PKI/kubelet.key" \
+  --enable-crds Logs
+
+k8s_log "waiting for the nodes to be Ready and schedulable"
+k8s_wait kwok k8s_nodes_ready
+for c in kube-controller-manager kube-scheduler; do
+  k8s_pid_running "$c" || { tail -n 30 "$K8S_LOGS/$c.log" >&2; k8s_die "$c exited (log $K8S_LOGS/$c.log)"; }
+done
+k8s_log "up in $((SECONDS - started))s; KUBECONFIG=$K8S_KUBECONFIG"

@@ -1,0 +1,45 @@
+"""What the watcher reports about a failed pod (pure: client models in, text out)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("kubernetes", reason="the kubernetes client is not installed")
+
+from kubernetes import client as k
+
+from harness.sweep.k8s.watch import JobResult, _terminated
+
+
+def status(name: str, terminated: int | None = None, waiting: str | None = None) -> k.V1ContainerStatus:
+    state = (k.V1ContainerState(terminated=k.V1ContainerStateTerminated(exit_code=terminated, reason="Error"))
+             if terminated is not None else k.V1ContainerState(waiting=k.V1ContainerStateWaiting(reason=waiting)))
+    return k.V1ContainerStatus(name=name, image="i", image_id="i", ready=False, restart_count=0, state=state)
+
+
+def pod(init: list[k.V1ContainerStatus], main: list[k.V1ContainerStatus]) -> k.V1Pod:
+    return k.V1Pod(status=k.V1PodStatus(phase="Failed", init_container_statuses=init, container_statuses=main))
+
+
+@pytest.mark.parametrize(("init", "main", "expected"), [
+    ([status("fetch-state", 0)], [status("arm", 1)], (1, "Error", "")),
+    ([status("fetch-state", 0)], [status("arm", 0)], (0, "Error", "")),
+    # The init container failed: the main container never started (a kubelet leaves it waiting).
+    ([status("fetch-state", 5)], [status("arm", waiting="PodInitializing")], (5, "Error", "fetch-state")),
+    ([status("fetch-state", 0), status("fetch-reranker", 5)], [status("arm", waiting="PodInitializing")],
+     (5, "Error", "fetch-reranker")),
+    ([], [status("arm", waiting="ContainerCreating")], (None, "", "")),
+])
+def test_the_container_that_ended_the_pod(init: list[k.V1ContainerStatus], main: list[k.V1ContainerStatus],
+                                          expected: tuple[int | None, str, str]) -> None:
+    assert _terminated(pod(init, main)) == expected
+
+
+def test_the_report_names_a_failed_init_container() -> None:
+    result = JobResult("arm-x", False, "BackoffLimitExceeded", "", 2, 5, "arm-x-abc", "Error",
+                       ("sync: error: no state/state.tar.gz",), "fetch-state")
+    assert result.describe() == ("job arm-x failed: BackoffLimitExceeded; 2 pod(s) failed; last pod arm-x-abc: "
+                                 "init container fetch-state exit 5 Error; last log line: sync: error: no "
+                                 "state/state.tar.gz")
+    plain = JobResult("arm-x", False, "BackoffLimitExceeded", "", 2, 1, "arm-x-abc", "Error", ("boom",))
+    assert "last pod arm-x-abc: exit 1 Error" in plain.describe()
