@@ -144,7 +144,7 @@ def test_every_job_has_the_policy_and_labels(arm: Arm, gpu: bool) -> None:
         assert re.fullmatch(r"[^@]+@sha256:[0-9a-f]{64}", container["image"]), container["image"]
         assert container["securityContext"]["runAsNonRoot"] is True
     rules = spec["podFailurePolicy"]["rules"]
-    assert rules[0] == {"action": "FailJob", "onExitCodes": {"containerName": "arm", "operator": "In",
+    assert rules[0] == {"action": "FailJob", "onExitCodes": {"operator": "In",
                                                               "values": list(DETERMINISTIC_EXIT_CODES)}}
 
 

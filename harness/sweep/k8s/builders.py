@@ -180,10 +180,12 @@ def _sync_container(settings: LauncherSettings, image: str, name: str, key: str,
         volume_mounts=[mount, k.V1VolumeMount(name="scratch", mount_path=SCRATCH)])
 
 
-def _pod_failure_policy(container: str) -> k.V1PodFailurePolicy:
+def _pod_failure_policy() -> k.V1PodFailurePolicy:
+    # No containerName: the rule covers the init containers too (the state/reranker fetch
+    # exits with the same codes, e.g. 5 for a missing key, which no retry can fix).
     return k.V1PodFailurePolicy(rules=[
         k.V1PodFailurePolicyRule(action="FailJob", on_exit_codes=k.V1PodFailurePolicyOnExitCodesRequirement(
-            container_name=container, operator="In", values=list(DETERMINISTIC_EXIT_CODES))),
+            operator="In", values=list(DETERMINISTIC_EXIT_CODES))),
         k.V1PodFailurePolicyRule(action="Ignore", on_pod_conditions=[
             k.V1PodFailurePolicyOnPodConditionsPattern(type="DisruptionTarget", status="True")]),
     ])
@@ -204,8 +206,8 @@ def _pod(settings: LauncherSettings, shape: PodShape, containers: list[k.V1Conta
         tolerations=_tolerations(shape.placement.tolerations))
 
 
-def _job(name: str, job_labels: dict[str, str], annotations: dict[str, str], shape: PodShape, pod: k.V1PodSpec,
-         container: str) -> k.V1Job:
+def _job(name: str, job_labels: dict[str, str], annotations: dict[str, str], shape: PodShape,
+         pod: k.V1PodSpec) -> k.V1Job:
     policy = shape.policy
     return k.V1Job(
         api_version="batch/v1", kind="Job",
@@ -214,7 +216,7 @@ def _job(name: str, job_labels: dict[str, str], annotations: dict[str, str], sha
             backoff_limit=policy.backoff_limit,
             active_deadline_seconds=policy.active_deadline_seconds,
             ttl_seconds_after_finished=policy.ttl_seconds_after_finished,
-            pod_failure_policy=_pod_failure_policy(container),
+            pod_failure_policy=_pod_failure_policy(),
             template=k.V1PodTemplateSpec(metadata=k.V1ObjectMeta(labels=job_labels, annotations=annotations),
                                          spec=pod),
         ),
@@ -253,7 +255,7 @@ def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, rerank
     pod = _pod(settings, shape, [container], volumes, init)
     annotations = {"ragsweep.io/sweep-id": sweep_id, "ragsweep.io/family": arm.family, "ragsweep.io/arm": arm.name}
     return _job(arm_job_name(sweep_id, arm), labels(settings, "arm", sweep_id, arm), annotations,
-                shape, pod, ARM_CONTAINER)
+                shape, pod)
 
 
 def build_collector_job(settings: LauncherSettings, sweep_id: str, selector: str) -> k.V1Job:
@@ -270,7 +272,7 @@ def build_collector_job(settings: LauncherSettings, sweep_id: str, selector: str
                [k.V1Volume(name="scratch", empty_dir=k.V1EmptyDirVolumeSource())])
     annotations = {"ragsweep.io/sweep-id": sweep_id, "ragsweep.io/arms": selector}
     return _job(collector_job_name(sweep_id), labels(settings, "collector", sweep_id), annotations,
-                settings.collector, pod, COLLECTOR_CONTAINER)
+                settings.collector, pod)
 
 
 def serialize(obj: Any) -> Any:
