@@ -387,3 +387,74 @@ def test_the_scheduler_places_rerank_arms_on_the_gpu_node(release: Release, kube
     assert len(pods) == 1, [p.metadata.name for p in pods]
     assert "PodFailurePolicy" in result.describe(), result.describe()
     delete_job(batch, ns, names[gpu_arm.name], gone_within_s=90)
+
+
+HELM = Path(os.environ.get("RAGSWEEP_HELM") or ROOT / "var" / "tools" / "bin" / "helm")
+CHART = ROOT / "charts" / "ragsweep"
+
+
+def _can(auth: Any, namespace: str, user: str, verb: str, resource: str, group: str = "",
+         subresource: str = "") -> bool:
+    from kubernetes import client as k
+
+    review = k.V1SubjectAccessReview(spec=k.V1SubjectAccessReviewSpec(user=user, resource_attributes=(
+        k.V1ResourceAttributes(namespace=namespace, verb=verb, group=group, resource=resource,
+                               subresource=subresource or None))))
+    return bool(auth.create_subject_access_review(review).status.allowed)
+
+
+def test_the_chart_installs_into_a_real_api_server(kubeconfig: Path) -> None:
+    """Every ci/*-values.yaml scenario through the API server's own admission (helm --dry-run=server),
+    then one real install: the controllers create the release's pods, and the launcher's RBAC is
+    what the chart says — Jobs and pod logs in its namespace, nothing in another, no Secrets."""
+    from kubernetes import client as k
+    from kubernetes import config as kc
+
+    if not os.access(HELM, os.X_OK):
+        _skip_or_fail(f"no helm at {HELM} (make k8s-tools builds it from the Go module proxy)")
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HELM_CACHE_HOME": str(K8S_DIR / "helm" / "cache"),
+           "HELM_CONFIG_HOME": str(K8S_DIR / "helm" / "config"), "HELM_DATA_HOME": str(K8S_DIR / "helm" / "data")}
+
+    def helm(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(HELM), *argv], env=env, capture_output=True, text=True, timeout=300)
+
+    scenarios = sorted((CHART / "ci").glob("*-values.yaml"))
+    assert len(scenarios) >= 4
+    suffix = uuid.uuid4().hex[:6]
+    for values in scenarios:
+        ns = f"chart-dry-{values.name.removesuffix('-values.yaml')}-{suffix}"
+        done = helm("install", "rs", str(CHART), "-n", ns, "--create-namespace", "-f", str(values),
+                    "--dry-run=server")
+        assert done.returncode == 0, f"{values.name}: {done.stderr[-2000:]}"
+
+    kc.load_kube_config(str(kubeconfig))
+    core, apps, auth = k.CoreV1Api(), k.AppsV1Api(), k.AuthorizationV1Api()
+    ns = f"chart-live-{suffix}"
+    installed = helm("install", "rs", str(CHART), "-n", ns, "--create-namespace", "-f",
+                     str(CHART / "ci" / "default-values.yaml"))
+    try:
+        assert installed.returncode == 0, installed.stderr[-2000:]
+        workloads = {d.metadata.name for d in apps.list_namespaced_deployment(ns).items}
+        workloads |= {s.metadata.name for s in apps.list_namespaced_stateful_set(ns).items}
+        assert {"rs-ragsweep-opensearch", "rs-ragsweep-postgresql", "rs-ragsweep-object-store", "rs-ragsweep-redis",
+                "rs-ragsweep-worker-cpu", "rs-ragsweep-worker-embedding"} <= workloads, workloads
+        deadline = time.monotonic() + 60  # the controllers (and the Job controller for the injector) make pods
+        while len(core.list_namespaced_pod(ns).items) < 7 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        pods = {p.metadata.name for p in core.list_namespaced_pod(ns).items}
+        assert any(p.startswith("rs-ragsweep-injector-") for p in pods) and len(pods) >= 7, pods
+        settings = core.read_namespaced_config_map("rs-ragsweep-launcher", ns)
+        assert json.loads(settings.data["settings.json"])["backend"] == "stack"
+
+        launcher = f"system:serviceaccount:{ns}:rs-ragsweep-launcher"
+        assert _can(auth, ns, launcher, "create", "jobs", "batch")
+        assert _can(auth, ns, launcher, "watch", "jobs", "batch")
+        assert _can(auth, ns, launcher, "get", "pods", subresource="log")
+        assert not _can(auth, "default", launcher, "create", "jobs", "batch")  # a Role: this namespace only
+        assert not _can(auth, ns, launcher, "get", "secrets")
+        assert not _can(auth, ns, launcher, "create", "pods")
+        arm = f"system:serviceaccount:{ns}:rs-ragsweep-arm"
+        assert not _can(auth, ns, arm, "list", "pods") and not _can(auth, ns, arm, "create", "jobs", "batch")
+    finally:
+        helm("uninstall", "rs", "-n", ns, "--wait", "--timeout", "60s")
+        core.delete_namespace(ns)
