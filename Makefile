@@ -15,10 +15,12 @@ VAR ?= var
 SYNTH_FULL := $(VAR)/synthetic/full-$(SEED)
 SYNTH := $(VAR)/synthetic/budget-$(BUDGET)-$(SEED)
 STATE := $(VAR)/states/default-$(BUDGET)-$(SEED)
+STACK_STATE := $(VAR)/states/stack-$(BUDGET)-$(SEED)
+WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 QMSUM ?= $(VAR)/corpora/qmsum
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-unit lint sweep state synth bench baselines-check clean
+.PHONY: help setup test test-unit lint sweep sweep-backends state synth bench baselines-check clean
 
 include Makefile.stack
 include Makefile.k8s
@@ -65,6 +67,15 @@ ifeq ($(EXECUTOR),k8s)
 else
 	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor local --workers $(WORKERS) --out $(VAR) $(if $(RERANKER),--reranker $(RERANKER))
 endif
+
+$(STACK_STATE)/state.json: $(SYNTH)/corpus.json
+	$(WITH_STACK_ENV) $(RAGSWEEP) state build --backend stack --corpus synthetic=$(SYNTH) $(if $(wildcard $(QMSUM)/LICENSE),--corpus qmsum=$(QMSUM)) --out $(STACK_STATE) --force
+
+sweep-backends: $(STACK_STATE)/state.json ## ARMS on the embedded backend and on the stack (same state, make stack-up first), then their agreement
+	$(WITH_STACK_ENV) $(RAGSWEEP) sweep run --state $(STACK_STATE) --arms $(ARMS) --workers $(WORKERS) --out $(VAR)
+	$(WITH_STACK_ENV) $(RAGSWEEP) sweep run --state $(STACK_STATE) --arms $(ARMS) --workers $(WORKERS) --out $(VAR) --backend stack
+	$(RAGSWEEP) agreement --sweep $(VAR) --sweep-id $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS)) \
+	  --versus $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS) --backend stack)
 
 bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs raw encode, retrieval latency
 	$(PY) benchmarks/bench_synthetic.py

@@ -89,3 +89,25 @@ def test_a_failing_arm_is_reported_and_the_others_complete(state: Path, tmp_path
     comparison = (store_root / "sweeps" / "s2" / "comparison.md").read_text()
     assert "rrf-60" in comparison and "failed" in comparison
     assert (store_root / "sweeps" / "s2" / "mini" / "norm-minmax-arith" / "complete.json").is_file()
+
+
+def test_the_backend_is_part_of_the_identity_and_the_default_sweep_id(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.errors import UsageError
+    from harness.sweep.catalogue import CATALOGUE, config_hash
+    from harness.sweep.executor import default_sweep_id, measurement_identity, state_identity
+
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "state.json").write_text('{"schema": "x"}\n')
+    identity = state_identity(state)
+    arm = CATALOGUE.family("fusion").arm("rrf-60")
+    embedded, stack = (measurement_identity(state, arm, None, b) for b in ("embedded", "stack"))
+    assert embedded == identity and stack == f"{identity}+backend:stack"
+    assert config_hash(arm, embedded) != config_hash(arm, stack)
+    assert default_sweep_id("fusion", identity) == f"fusion-{identity[:12]}"
+    assert default_sweep_id("fusion,pool", identity, "stack") == f"fusion-pool-stack-{identity[:12]}"
+    with pytest.raises(UsageError, match="expected one of embedded, stack"):
+        measurement_identity(state, arm, None, "elastic")
+    assert main(["sweep", "id", "--state", str(state), "--arms", "fusion", "--backend", "stack"]) == 0
+    assert capsys.readouterr().out == f"fusion-stack-{identity[:12]}\n"

@@ -37,6 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--state", type=Path, default=None, help="the state, to derive the default sweep id")
     _common(c)
     c.set_defaults(func=collect)
+    i = sub.add_parser("id", help="print the default sweep id of --arms over --state (and --backend)")
+    i.add_argument("--state", type=Path, required=True)
+    i.add_argument("--arms", default="fusion")
+    i.add_argument("--backend", choices=["embedded", "stack"], default="embedded")
+    i.add_argument("--sweep-id", default=None, help=argparse.SUPPRESS)
+    i.set_defaults(func=show_id)
     e = sub.add_parser("emit-manifest", help="print the built-in arm catalogue as JSON")
     e.set_defaults(func=emit)
 
@@ -57,6 +63,11 @@ def _sweep_id(args: argparse.Namespace) -> str:
     if args.state is None:
         raise UsageError("give --sweep-id or --state")
     return default_sweep_id(args.arms, state_identity(args.state), args.backend)
+
+
+def show_id(args: argparse.Namespace) -> int:
+    print(_sweep_id(args))
+    return 0
 
 
 def _print_comparison(store_spec: str, key: str) -> None:
