@@ -340,3 +340,46 @@ def test_two_full_reindexes_give_byte_identical_metrics(state_path: Path, client
         digests.append({f: _sha(tmp_path / f"bench{n}" / f) for f in ("metrics.json", "metrics.md", "run.trec")})
     assert chunks[0] == chunks[1] == (4, 56, 56)
     assert digests[0] == digests[1]
+
+
+def test_answers_on_the_stack_read_the_postgres_store_the_state_was_ingested_from(
+        client: OpenSearchClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """state build --store postgres --backend stack: the stack's answers come from PostgreSQL (and agree with the
+    embedded run's); a schema that has gained other files since the build is refused (exit 5), nothing written."""
+    from harness.index import ingest
+    from harness.store.postgres import PostgresStore
+
+    dsn = os.environ.get(ingest.PG_DSN_ENV)
+    if not dsn:
+        unavailable(f"{ingest.PG_DSN_ENV} is unset: the local stack's PostgreSQL is not up (make stack-up)")
+    assert dsn is not None
+    schema = f"t_answers_{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv(ingest.PG_SCHEMA_ENV, schema)
+    try:
+        state = tmp_path / "state"
+        assert main(["state", "build", "--backend", "stack", "--store", "postgres", "--corpus", f"qmsum={FIXTURE}",
+                     "--manifest", f"qmsum={MANIFEST}", "--out", str(state)]) == 0
+        base = ["bench", "--state", str(state), "--control-name", "fx"]
+        assert main([*base, "--backend", "stack", "--out", str(tmp_path / "stack")]) == 0
+        assert main([*base, "--backend", "embedded", "--out", str(tmp_path / "embedded")]) == 0
+        on_stack, embedded = (json.loads((tmp_path / n / "metrics.json").read_text())["answers"]
+                              for n in ("stack", "embedded"))
+        assert on_stack["answerer"]["store"] == {"engine": "postgres", "schema": schema}
+        assert "store" not in embedded["answerer"]  # the state's own SQLite file
+        assert on_stack["rows"] == embedded["rows"] and on_stack["per_query"] == embedded["per_query"]
+        assert f"store PostgreSQL schema `{schema}`" in (tmp_path / "stack" / "answers.md").read_text()
+
+        with PostgresStore.open(dsn, schema=schema) as store:  # another corpus lands in the schema
+            store.inject([_extra_meeting()])
+        assert main([*base, "--backend", "stack", "--out", str(tmp_path / "after")]) == 5
+        assert not (tmp_path / "after").exists()
+    finally:
+        PostgresStore.drop_schema(dsn, schema)
+
+
+def _extra_meeting() -> Any:
+    from harness.model import Meeting, Turn, file_uuid_for
+
+    return Meeting(corpus="other", source_id="X001", file_uuid=file_uuid_for("other", "X001"),
+                   title="another corpus", timings_real=False, tier="A", licence="test", domain="other",
+                   turns=(Turn(index=0, speaker="A", start=0.0, end=1.0, text="a turn from another corpus", words=5),))

@@ -64,7 +64,8 @@ def render_answers_md(control_name: str, block: Mapping[str, Any]) -> str:
         f"# {control_name} — answers",
         "",
         f"answerer `{answerer['name']}` (is_production_path: {str(answerer['is_production_path']).lower()}), "
-        f"search backend `{answerer['search_backend']}`, terms bucket size {answerer['bucket_size']}",
+        f"search backend `{answerer['search_backend']}`, terms bucket size {answerer['bucket_size']}"
+        + (f", store PostgreSQL schema `{answerer['store']['schema']}`" if "store" in answerer else ""),
         f"scoring: count tolerance {scoring['count_tolerance']} (partial = EM for counts); file sets exact for EM, "
         f"set credit `{scoring['set_credit']}` (setF1 beside); speaker answers need name and count; names "
         "casefolded with whitespace collapsed",

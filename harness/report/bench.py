@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.answers.results import AnswerSettings
-from harness.errors import UsageError
+from harness.errors import IntegrityError, UsageError
 from harness.index.documents import EmbeddingTextMode
 from harness.index.embed import Embedder
 from harness.index.provenance import refuse_mixed, survey
@@ -246,7 +246,7 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     extra: dict[str, Any] = {}
     if config.stage == "route":
         extra["digest_leg"] = _digest_summary(outcomes, judged)
-    extra["answers"] = _answers(state, corpora, config.answers, search)
+    extra["answers"] = _answers(state, corpora, config.answers, search, backend=config.backend)
     stack_info = opened.end() if opened else None  # indexing.total after: a write voids it, nothing is written
     claim = Claim(
         control_name=config.control_name, corpora=corpora, judgements=judgements, evaluation=evaluation,
@@ -320,14 +320,51 @@ def _open_stack(state: State, config: BenchConfig) -> Any:
                               knn_strategy=config.knn_strategy, settle_timeout=config.settle_timeout)
 
 
-def _answers(state: State, corpora: list[Corpus], settings: AnswerSettings, search: Any = None) -> dict[str, Any]:
-    """The answer engine over the state's phrase aggregation and relational store (harness.answers)."""
+def _answers(state: State, corpora: list[Corpus], settings: AnswerSettings, search: Any = None, *,
+             backend: str = "embedded") -> dict[str, Any]:
+    """The answer engine over the phrase aggregation and the relational store (harness.answers).
+
+    The store is the state's own SQLite file, except on the stack backend for a state ingested
+    from the stack's PostgreSQL (``state build --store postgres``): then the answers read
+    PostgreSQL, as the product would, and the block records which schema.
+    """
     from harness.answers import Sources, answers_block
     from harness.store import SqliteStore  # the state's store; answers see it only as an AnswerStore
 
-    with SqliteStore.open(state.store_path(), readonly=True) as store:
-        sources = Sources(search=search or state.index, store=store, bucket_size=settings.bucket_size)
-        return answers_block(corpora, sources, settings)
+    with SqliteStore.open(state.store_path(), readonly=True) as own:
+        postgres = _ingested_postgres(state) if backend == "stack" else None
+        if postgres is None:
+            sources = Sources(search=search or state.index, store=own, bucket_size=settings.bucket_size)
+            return answers_block(corpora, sources, settings)
+        spec, described = postgres
+        with spec.open(readonly=True) as store:
+            mine, theirs = own.stats(), store.stats()
+            if theirs != mine:
+                raise IntegrityError(
+                    f"the PostgreSQL store {described} holds {theirs.files} files / {theirs.segments} segments / "
+                    f"{theirs.speakers} speakers, the state {state.path} {mine.files} / {mine.segments} / "
+                    f"{mine.speakers}: answers over it would not be this state's (another corpus was injected "
+                    "into the schema since the build); rebuild the state into a fresh RAGSWEEP_PG_SCHEMA")
+            sources = Sources(search=search or state.index, store=store, bucket_size=settings.bucket_size)
+            block = answers_block(corpora, sources, settings)
+    block["answerer"]["store"] = described
+    return block
+
+
+def _ingested_postgres(state: State) -> tuple[Any, dict[str, Any]] | None:
+    """The PostgreSQL store a state was ingested from (ingest.json), or None."""
+    import json
+
+    from harness.index.ingest import StoreSpec
+
+    record = state.path / "ingest.json"
+    if not record.is_file():
+        return None
+    store = json.loads(record.read_text(encoding="utf-8")).get("store", {})
+    if store.get("engine") != "postgres":
+        return None
+    return StoreSpec("postgres", store["dsn_from"], store.get("schema")), {"engine": "postgres",
+                                                                         "schema": store.get("schema")}
 
 
 def _digest_leg(retriever: HybridRetriever, query: Query, vector: Any, hits: list[Hit],
