@@ -8,6 +8,8 @@ REPO_ROOT="$(cd "$STACK_SRC/.." && pwd)"
 
 # shellcheck source=versions.env
 source "$STACK_SRC/versions.env"
+# shellcheck source=proc.sh
+source "$STACK_SRC/proc.sh"
 
 # shellcheck disable=SC2034 # used by up.sh
 STACK_ALL_SERVICES=(postgres redis s3 opensearch)
@@ -89,37 +91,6 @@ stack_lock() {
 
 # True when something accepts TCP connections on 127.0.0.1:$1.
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# pid_running PIDFILE PATTERN: the pid in PIDFILE is alive and its command line has PATTERN.
-pid_running() {
-  local pidfile=$1 pattern=$2 pid
-  [[ -s $pidfile ]] || return 1
-  pid="$(tr -dc '0-9' <"$pidfile")"
-  [[ -n $pid && -r /proc/$pid/cmdline ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$pattern"
-}
-
-# stop_pid NAME PIDFILE PATTERN [TIMEOUT]: TERM, wait, then KILL.
-stop_pid() {
-  local name=$1 pidfile=$2 pattern=$3 timeout=${4:-60} pid i
-  if ! pid_running "$pidfile" "$pattern"; then
-    rm -f "$pidfile"
-    stack_log "$name: not running"
-    return 0
-  fi
-  pid="$(tr -dc '0-9' <"$pidfile")"
-  stack_log "$name: stopping pid $pid"
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < timeout * 5; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.2
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    stack_log "$name: still alive after ${timeout}s, sending KILL"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$pidfile"
-}
 
 # Refuse to start a service whose port is taken by something that is not ours.
 require_free_port() {

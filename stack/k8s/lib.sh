@@ -14,6 +14,8 @@ REPO_ROOT="$(cd "$K8S_SRC/../.." && pwd)"
 
 # shellcheck source=versions.env
 source "$K8S_SRC/versions.env"
+# shellcheck source=../proc.sh
+source "$K8S_SRC/../proc.sh"
 
 K8S_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 
@@ -58,13 +60,7 @@ k8s_missing_binaries() {
 k8s_port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # k8s_pid_running NAME: the pid in run/NAME.pid is alive and runs K8S_BIN/NAME.
-k8s_pid_running() {
-  local pidfile="$K8S_RUN/$1.pid" pid
-  [[ -s $pidfile ]] || return 1
-  pid="$(tr -dc '0-9' <"$pidfile")"
-  [[ -n $pid && -r /proc/$pid/cmdline ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$K8S_BIN/$1 "
-}
+k8s_pid_running() { pid_running "$K8S_RUN/$1.pid" "$K8S_BIN/$1 "; }
 
 # k8s_start NAME PORT ARGS...: start K8S_BIN/NAME in its own session unless it already runs.
 k8s_start() {
@@ -85,26 +81,7 @@ k8s_start() {
 }
 
 # k8s_stop NAME [TIMEOUT]: TERM, wait, then KILL.
-k8s_stop() {
-  local name=$1 timeout=${2:-30} pid i
-  if ! k8s_pid_running "$name"; then
-    rm -f "$K8S_RUN/$name.pid"
-    k8s_log "$name: not running"
-    return 0
-  fi
-  pid="$(tr -dc '0-9' <"$K8S_RUN/$name.pid")"
-  k8s_log "$name: stopping pid $pid"
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < timeout * 5; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.2
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    k8s_log "$name: still alive after ${timeout}s, sending KILL"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$K8S_RUN/$name.pid"
-}
+k8s_stop() { PROC_LOG=k8s_log stop_pid "$1" "$K8S_RUN/$1.pid" "$K8S_BIN/$1 " "${2:-30}"; }
 
 # k8s_wait NAME CHECK...: run CHECK until it succeeds; the component must stay alive meanwhile.
 k8s_wait() {
