@@ -111,3 +111,39 @@ def test_the_backend_is_part_of_the_identity_and_the_default_sweep_id(tmp_path: 
         measurement_identity(state, arm, None, "elastic")
     assert main(["sweep", "id", "--state", str(state), "--arms", "fusion", "--backend", "stack"]) == 0
     assert capsys.readouterr().out == f"fusion-stack-{identity[:12]}\n"
+
+
+def test_a_stack_sweep_into_the_s3_server(tmp_path: Path, manifest: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`sweep run --backend stack --out s3://…`: arms search the stack's OpenSearch and publish to its S3 server."""
+    import os
+    import uuid
+
+    from harness.sweep.executor import default_sweep_id, state_identity
+
+    url, endpoint = os.environ.get("RAGSWEEP_OPENSEARCH_URL"), os.environ.get("RAGSWEEP_S3_ENDPOINT")
+    if not (url and endpoint and os.environ.get("AWS_ACCESS_KEY_ID")):
+        reason = "the local stack is not up (RAGSWEEP_OPENSEARCH_URL / RAGSWEEP_S3_ENDPOINT unset; make stack-up)"
+        if os.environ.get("RAGSWEEP_REQUIRE_STACK") == "1":
+            pytest.fail(f"{reason} (RAGSWEEP_REQUIRE_STACK=1)")
+        pytest.skip(reason)
+    pytest.importorskip("sentence_transformers")
+    state = tmp_path / "state"
+    assert main(["state", "build", "--backend", "stack", "--corpus", f"qmsum={FIXTURE}",
+                 "--manifest", f"qmsum={FIXTURE / 'SOURCES.tsv'}", "--out", str(state)]) == 0
+    spec = f"s3://{os.environ.get('RAGSWEEP_S3_BUCKET', 'ragsweep')}/test-sweep-{uuid.uuid4().hex[:10]}"
+    argv = ["sweep", "run", "--state", str(state), "--manifest", str(manifest), "--arms", "mini", "--workers", "2",
+            "--backend", "stack", "--out", spec]
+    assert main(argv) == 0
+    sweep_id = default_sweep_id("mini", state_identity(state), "stack")
+    out = capsys.readouterr().out
+    assert f"sweep {sweep_id}: 3 run, 0 skipped, 0 failed" in out
+    assert f"comparison: {spec}/sweeps/{sweep_id}/comparison.md" in out
+    store = open_store(spec, endpoint)
+    assert "rrf-60" in store.get_text(f"sweeps/{sweep_id}/comparison.md")
+    for arm in ("rrf-30-default", "rrf-60", "norm-minmax-arith"):
+        metrics = json.loads(store.get_text(f"sweeps/{sweep_id}/mini/{arm}/metrics.json"))
+        assert metrics["retrieval"]["backend"] == "stack"
+        assert store.exists(f"sweeps/{sweep_id}/mini/{arm}/run.trec")
+    assert main(argv) == 0  # a rerun resumes: everything complete in S3 is skipped
+    assert f"sweep {sweep_id}: 0 run, 3 skipped, 0 failed" in capsys.readouterr().out
