@@ -147,3 +147,21 @@ def test_a_stack_sweep_into_the_s3_server(tmp_path: Path, manifest: Path,
         assert store.exists(f"sweeps/{sweep_id}/mini/{arm}/run.trec")
     assert main(argv) == 0  # a rerun resumes: everything complete in S3 is skipped
     assert f"sweep {sweep_id}: 0 run, 3 skipped, 0 failed" in capsys.readouterr().out
+
+
+def test_the_sweep_records_its_catalogue_and_the_collector_reads_it(state: Path, manifest: Path,
+                                                                    tmp_path: Path) -> None:
+    """A --manifest family exists only in the user's file: the collector (a Job elsewhere, given only the
+    store, the sweep id and the selector) finds it in sweeps/<id>/catalogue.json."""
+    from jobs import collect as collect_job
+
+    catalogue = load_manifest(manifest)
+    store_root = tmp_path / "store"
+    executor = LocalExecutor(state=state, store_spec=str(store_root), workers=2, quiet=True, catalogue=catalogue)
+    report = executor.run(list(catalogue.family("mini").arms[:2]), "cat1")
+    assert [o.status for o in report.outcomes] == ["published", "published"]
+    assert load_manifest(store_root / "sweeps" / "cat1" / "catalogue.json") == catalogue
+    assert collect_job.main(["--store", str(store_root), "--sweep-id", "cat1", "--arms", "mini"]) == 0
+    comparison = json.loads((store_root / "sweeps" / "cat1" / "comparison.json").read_text())
+    family = next(f for f in comparison["families"] if f["name"] == "mini")
+    assert [m["arm"] for m in family["missing"]] == ["norm-minmax-arith"]  # never run: named, from the catalogue

@@ -17,10 +17,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--s3-endpoint", default=os.environ.get("RAGSWEEP_S3_ENDPOINT"))
     p.add_argument("--sweep-id", default=None,
                    help="default: {arms}[-stack]-{state identity[:12]}, so a rerun resumes")
-    p.add_argument("--backend", choices=["embedded", "stack"], default="embedded",
-                   help="embedded: the state's own index; stack: its OpenSearch index at RAGSWEEP_OPENSEARCH_URL "
-                        "(a state built with --backend stack). Local executor; a k8s sweep measures the "
-                        "release's stack")
+    p.add_argument("--backend", choices=["embedded", "stack"], default=None,
+                   help="embedded (default): the state's own index; stack: its OpenSearch index at "
+                        "RAGSWEEP_OPENSEARCH_URL (a state built with --backend stack). A k8s sweep measures what "
+                        "the release's launcher settings say (stack); a different --backend is refused")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,7 +62,7 @@ def _sweep_id(args: argparse.Namespace) -> str:
         return str(args.sweep_id)
     if args.state is None:
         raise UsageError("give --sweep-id or --state")
-    return default_sweep_id(args.arms, state_identity(args.state), args.backend)
+    return default_sweep_id(args.arms, state_identity(args.state), args.backend or "embedded")
 
 
 def show_id(args: argparse.Namespace) -> int:
@@ -86,10 +86,11 @@ def run(args: argparse.Namespace) -> int:
         from harness.sweep.k8s.executor import run_from_args
 
         return run_from_args(args)
-    arms = select_arms(catalogue_for(args.manifest), args.arms)
+    catalogue = catalogue_for(args.manifest)
+    arms = select_arms(catalogue, args.arms)
     sweep_id = _sweep_id(args)
     executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
-                             s3_endpoint=args.s3_endpoint, backend=args.backend)
+                             s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue)
     report = executor.run(arms, sweep_id)
     key = collect_sweep(open_store(args.out, args.s3_endpoint), sweep_id, args.arms, args.manifest)
     ran = [o for o in report.outcomes if o.status == "published"]

@@ -25,7 +25,16 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.errors import IntegrityError, UsageError
-from harness.sweep.catalogue import CATALOGUE, Arm, Catalogue, config_hash, load_manifest, select_arms
+from harness.sweep.catalogue import (
+    CATALOGUE,
+    Arm,
+    Catalogue,
+    config_hash,
+    emit_manifest,
+    load_manifest,
+    parse_manifest,
+    select_arms,
+)
 from harness.sweep.storage import ArtefactStore, LocalFolderStore, S3Store, is_complete
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,6 +126,7 @@ class LocalExecutor:
     arm_workers: int = 1
     quiet: bool = False
     backend: str = "embedded"
+    catalogue: Catalogue | None = None  # recorded in the store as sweeps/<id>/catalogue.json
 
     def _command(self, arm: Arm, sweep_id: str) -> list[str]:
         command = [sys.executable, "-m", "jobs.arm", "--state", str(self.state), "--store", self.store_spec,
@@ -141,6 +151,8 @@ class LocalExecutor:
                              "(train one with `ragsweep reranker train --out DIR`)")
         started = time.perf_counter()
         store = open_store(self.store_spec, self.s3_endpoint)
+        if self.catalogue is not None:
+            publish_catalogue(store, sweep_id, self.catalogue)
         report = SweepReport(sweep_id=sweep_id)
         pending: list[Arm] = []
         for arm in arms:
@@ -184,11 +196,36 @@ class LocalExecutor:
         return report
 
 
+def catalogue_key(sweep_id: str) -> str:
+    return f"sweeps/{sweep_id}/catalogue.json"
+
+
+def publish_catalogue(store: ArtefactStore, sweep_id: str, catalogue: Catalogue) -> None:
+    """Record the arms catalogue a sweep runs (built-in or --manifest) beside its arms: the
+    collector, wherever it runs (a Job in the cluster), reads the families from it."""
+    store.put_text(catalogue_key(sweep_id), emit_manifest(catalogue))
+
+
+def stored_catalogue(store: ArtefactStore, sweep_id: str) -> Catalogue | None:
+    from harness.sweep.storage import MissingArtefactError
+
+    key = catalogue_key(sweep_id)
+    try:
+        text = store.get_text(key)
+    except MissingArtefactError:
+        return None
+    return parse_manifest(json.loads(text), f"{store.describe()}/{key}")
+
+
 def collect_sweep(store: ArtefactStore, sweep_id: str, selector: str, manifest: Path | None) -> str:
-    """Write comparison.md / comparison.json (and the plot) for the sweep; returns the md key."""
+    """Write comparison.md / comparison.json (and the plot) for the sweep; returns the md key.
+
+    The families come from ``manifest`` when given, else from the catalogue the sweep recorded
+    in the store, else from the built-in catalogue (a sweep written before catalogues were recorded).
+    """
     from harness.sweep.collect import collect
 
-    catalogue = catalogue_for(manifest)
+    catalogue = load_manifest(manifest) if manifest else (stored_catalogue(store, sweep_id) or CATALOGUE)
     arms = select_arms(catalogue, selector)
     collect(store, sweep_id, arms, families=catalogue.families)
     return f"sweeps/{sweep_id}/comparison.md"

@@ -197,17 +197,17 @@ def run_from_args(args: Any) -> int:
     RAGSWEEP_K8S_LAUNCHER_CONFIG; the store is reached at RAGSWEEP_K8S_S3_ENDPOINT (a
     port-forward) when the launcher runs outside the cluster."""
     from harness.sweep.catalogue import select_arms
-    from harness.sweep.executor import catalogue_for, open_store
+    from harness.sweep.executor import catalogue_for, open_store, publish_catalogue
 
     namespace = os.environ.get("RAGSWEEP_K8S_NAMESPACE")
     if not namespace:
         raise UsageError("--executor k8s needs RAGSWEEP_K8S_NAMESPACE (the namespace of the chart release; "
                          "`make sweep-k8s` sets it)")
-    if args.manifest is not None:
-        raise UsageError("--executor k8s runs the built-in catalogue only; --manifest is not carried into the "
-                         "collector Job yet (run it with --executor local)")
     batch, core = kube_clients()
     settings = read_settings(core, namespace, os.environ.get("RAGSWEEP_K8S_LAUNCHER_CONFIG", "ragsweep-launcher"))
+    if getattr(args, "backend", None) not in (None, settings.backend):
+        raise UsageError(f"--backend {args.backend}: the release's arms measure {settings.backend} (its launcher "
+                         "settings); drop --backend, or run --executor local")
     endpoint = os.environ.get("RAGSWEEP_K8S_S3_ENDPOINT") or args.s3_endpoint or settings.s3_endpoint
     store = open_store(settings.store, endpoint)
     with tempfile.TemporaryDirectory(prefix="ragsweep-k8s-state-") as tmp:
@@ -218,11 +218,13 @@ def run_from_args(args: Any) -> int:
         if local is not None and (local / "state.json").is_file() and state_identity(local) != identity:
             print(f"note: the cluster's state ({identity[:12]}) is not --state ({state_identity(local)[:12]}): "
                   "arms are measured on the state the release's injector built", file=sys.stderr)
-        arms = select_arms(catalogue_for(None), args.arms)
+        catalogue = catalogue_for(args.manifest)
+        arms = select_arms(catalogue, args.arms)
         sweep_id = str(args.sweep_id) if args.sweep_id else default_sweep_id(args.arms, identity, settings.backend)
         timeout = float(os.environ.get("RAGSWEEP_K8S_TIMEOUT", DEFAULT_TIMEOUT_S))
         executor = K8sExecutor(settings, namespace, batch, core, store, state, reranker=args.reranker,
                                parallelism=args.workers, timeout_s=timeout)
+        publish_catalogue(store, sweep_id, catalogue)  # the collector Job reads the families from here
         report = executor.run(arms, sweep_id)
     collected = executor.collect(sweep_id, args.arms)
     ran = [o for o in report.outcomes if o.status == "published"]
