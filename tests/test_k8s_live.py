@@ -335,6 +335,38 @@ def test_three_arm_sweep_with_a_failing_pod(release: Release, kubelet: Path, sta
         print("  comparison.md: " + " | ".join(failed_lines))
 
 
+def test_the_cli_sweeps_a_manifest_family_as_jobs(release: Release, kubelet: Path, state: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`ragsweep sweep run --executor k8s --manifest F` as `make sweep-k8s` calls it: settings from the release's
+    ConfigMap, the state from the store, a family that exists only in F (the collector Job finds it in the
+    catalogue the launcher recorded), comparison.md downloaded; a rerun runs nothing."""
+    from harness.cli import main
+    from harness.sweep.executor import default_sweep_id, state_identity
+
+    manifest = tmp_path / "arms.json"
+    manifest.write_text(json.dumps({"schema": "ragsweep.catalogue/1", "families": [{
+        "name": "mini", "control": "rrf-30-default", "arms": [
+            {"name": "rrf-30-default", "axis": "control", "config": {}},
+            {"name": "rrf-90", "axis": "rank_constant", "config": {"fusion": "rrf", "rank_constant": 90}}]}]}))
+    monkeypatch.setenv("RAGSWEEP_K8S_NAMESPACE", release.namespace)
+    monkeypatch.setenv("RAGSWEEP_K8S_LAUNCHER_CONFIG", f"{RELEASE}-launcher")
+    monkeypatch.setenv("RAGSWEEP_K8S_S3_ENDPOINT", release.endpoint)
+    out = tmp_path / "out"
+    argv = ["sweep", "run", "--executor", "k8s", "--state", str(state), "--manifest", str(manifest), "--arms", "mini",
+            "--workers", "2", "--out", str(out)]
+    assert main(argv) == 0, kubelet.read_text()[-3000:]
+    sweep_id = default_sweep_id("mini", state_identity(state), BACKEND)
+    printed = capsys.readouterr().out
+    assert f"sweep {sweep_id}: 2 run, 0 skipped, 0 failed" in printed
+    comparison = (out / "sweeps" / sweep_id / "comparison.md").read_text()
+    assert "## mini" in comparison and "rrf-90" in comparison
+    assert json.loads((out / "sweeps" / sweep_id / "comparison.json").read_text())["families"][0]["name"] == "mini"
+    assert main(argv) == 0
+    assert f"sweep {sweep_id}: 0 run, 2 skipped, 0 failed" in capsys.readouterr().out
+    assert main([*argv, "--backend", "embedded"]) == 2  # the release measures its stack
+
+
 def executor_log_tail(core: Any, namespace: str, pod: str) -> tuple[str, ...]:
     from harness.sweep.k8s.watch import JobWatcher
 
