@@ -437,8 +437,9 @@ def _can(auth: Any, namespace: str, user: str, verb: str, resource: str, group: 
 
 def test_the_chart_installs_into_a_real_api_server(kubeconfig: Path) -> None:
     """Every ci/*-values.yaml scenario through the API server's own admission (helm --dry-run=server),
-    then one real install: the controllers create the release's pods, and the launcher's RBAC is
-    what the chart says — Jobs and pod logs in its namespace, nothing in another, no Secrets."""
+    then one real install into a `make ci-namespace` namespace (Pod Security "restricted"): the
+    controllers create the release's pods, the launcher's RBAC is what the chart says (Jobs and pod
+    logs in its namespace, nothing in another, no Secrets), and `make ci-teardown` removes it all."""
     from kubernetes import client as k
     from kubernetes import config as kc
 
@@ -459,11 +460,30 @@ def test_the_chart_installs_into_a_real_api_server(kubeconfig: Path) -> None:
                     "--dry-run=server")
         assert done.returncode == 0, f"{values.name}: {done.stderr[-2000:]}"
 
+    # The real install goes into a pipeline namespace made by `make ci-namespace` (expiry label,
+    # Pod Security "restricted" enforced: every pod the controllers create is admitted against it)
+    # and is removed by `make ci-teardown`, as a CI pipeline does.
+    import shutil
+
+    if shutil.which("kubectl") is None:
+        _skip_or_fail("no kubectl on PATH: make ci-namespace / ci-teardown call it")
     kc.load_kube_config(str(kubeconfig))
     core, apps, auth = k.CoreV1Api(), k.AppsV1Api(), k.AuthorizationV1Api()
-    ns = f"chart-live-{suffix}"
-    installed = helm("install", "rs", str(CHART), "-n", ns, "--create-namespace", "-f",
-                     str(CHART / "ci" / "default-values.yaml"))
+    pipeline = f"live-{suffix}"
+    ns = f"ragsweep-ci-{pipeline}"
+
+    def make(target: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["make", "-s", "-f", "Makefile.k8s", target, f"PIPELINE={pipeline}", "RELEASE=rs",
+                               f"HELM={HELM}", "CI_TTL_HOURS=4"], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    before = int(time.time())
+    made = make("ci-namespace")
+    assert made.returncode == 0, made.stderr[-2000:]
+    labels = core.read_namespace(ns).metadata.labels
+    assert labels["ragsweep.io/ephemeral"] == "true" and labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert before + 4 * 3600 <= int(labels["ragsweep.io/expires-at"]) <= int(time.time()) + 4 * 3600
+    installed = helm("install", "rs", str(CHART), "-n", ns, "-f", str(CHART / "ci" / "default-values.yaml"))
     try:
         assert installed.returncode == 0, installed.stderr[-2000:]
         workloads = {d.metadata.name for d in apps.list_namespaced_deployment(ns).items}
@@ -474,6 +494,7 @@ def test_the_chart_installs_into_a_real_api_server(kubeconfig: Path) -> None:
         while len(core.list_namespaced_pod(ns).items) < 7 and time.monotonic() < deadline:
             time.sleep(0.5)
         pods = {p.metadata.name for p in core.list_namespaced_pod(ns).items}
+        # seven pods admitted under "restricted": a pod spec violating it would be refused at creation
         assert any(p.startswith("rs-ragsweep-injector-") for p in pods) and len(pods) >= 7, pods
         settings = core.read_namespaced_config_map("rs-ragsweep-launcher", ns)
         assert json.loads(settings.data["settings.json"])["backend"] == "stack"
@@ -488,5 +509,20 @@ def test_the_chart_installs_into_a_real_api_server(kubeconfig: Path) -> None:
         arm = f"system:serviceaccount:{ns}:rs-ragsweep-arm"
         assert not _can(auth, ns, arm, "list", "pods") and not _can(auth, ns, arm, "create", "jobs", "batch")
     finally:
-        helm("uninstall", "rs", "-n", ns, "--wait", "--timeout", "60s")
-        core.delete_namespace(ns)
+        # No kubelet runs these pods (kwok nodes, and the process kubelet is not started here), so
+        # nothing would confirm their termination and the namespace would stay Terminating: the
+        # test confirms it for the kubelet (grace period 0) once ci-teardown has asked.
+        teardown = subprocess.Popen(["make", "-s", "-f", "Makefile.k8s", "ci-teardown", f"PIPELINE={pipeline}",
+                                     "RELEASE=rs", f"HELM={HELM}"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 180
+        while teardown.poll() is None and time.monotonic() < deadline:
+            for pod in core.list_namespaced_pod(ns).items:
+                if pod.metadata.deletion_timestamp is not None:
+                    core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
+            time.sleep(1)
+        if teardown.poll() is None:
+            teardown.kill()
+        output = teardown.communicate()[0]
+    assert teardown.returncode == 0, output[-2000:]
+    assert ns not in {n.metadata.name for n in core.list_namespace().items}, output[-2000:]
