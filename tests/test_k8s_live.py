@@ -199,7 +199,10 @@ def release(kubeconfig: Path, s3: tuple[str, str], state: Path, monkeypatch: pyt
     monkeypatch.delenv("RAGSWEEP_K8S_CONTEXT", raising=False)
     previous = k.Configuration.get_default_copy()
     batch, core = kube_clients()
-    core.create_namespace(k.V1Namespace(metadata=k.V1ObjectMeta(name=namespace)))
+    # Labelled as `make ci-namespace` labels it: the arm and collector pods are admitted under
+    # Pod Security "restricted", as in a pipeline's namespace.
+    core.create_namespace(k.V1Namespace(metadata=k.V1ObjectMeta(name=namespace, labels={
+        "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"})))
     core.create_namespaced_service_account(namespace, k.V1ServiceAccount(
         metadata=k.V1ObjectMeta(name=f"{RELEASE}-arm"), automount_service_account_token=False))
     core.create_namespaced_secret(namespace, k.V1Secret(metadata=k.V1ObjectMeta(name=f"{RELEASE}-object-store"),
