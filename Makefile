@@ -77,9 +77,10 @@ sweep-backends: $(STACK_STATE)/state.json ## ARMS on the embedded backend and on
 	$(RAGSWEEP) agreement --sweep $(VAR) --sweep-id $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS)) \
 	  --versus $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS) --backend stack)
 
-bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs raw encode, retrieval latency
+bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs raw encode, retrieval latency (both backends when the stack is up)
 	$(PY) benchmarks/bench_synthetic.py
 	$(PY) benchmarks/bench_index.py --state $(STATE)
+	$(PY) benchmarks/bench_backends.py --state $(STACK_STATE) --workers 1,2
 
 baselines-check: $(STAMP) ## re-derive every re-derivable baseline and compare byte for byte (CI=1: the ci ones)
 	$(PY) -m harness.sweep.baselines check $(if $(CI),--ci)
