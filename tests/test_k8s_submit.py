@@ -8,25 +8,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fakes import Clock
 
 pytest.importorskip("kubernetes", reason="the kubernetes client is not installed")
 
 from kubernetes.client.exceptions import ApiException
 
 from harness.sweep.k8s.submit import ClusterError, RetryPolicy, call_api, create_job
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    def time(self) -> float:
-        return self.now
 
 
 def policy(clock: Clock, deadline: float = 30.0) -> RetryPolicy:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import Clock
 
 from harness.errors import UsageError
 from harness.sweep.catalogue import Arm, config_hash
@@ -177,19 +178,6 @@ def test_sweep_id_is_one_segment(tmp_path: Path) -> None:
 
 class Transient(Exception):
     pass
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_retry_backs_off_exponentially_with_a_cap() -> None:
