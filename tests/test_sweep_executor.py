@@ -165,3 +165,14 @@ def test_the_sweep_records_its_catalogue_and_the_collector_reads_it(state: Path,
     comparison = json.loads((store_root / "sweeps" / "cat1" / "comparison.json").read_text())
     family = next(f for f in comparison["families"] if f["name"] == "mini")
     assert [m["arm"] for m in family["missing"]] == ["norm-minmax-arith"]  # never run: named, from the catalogue
+
+
+def test_a_corrupt_recorded_catalogue_is_a_one_line_input_error(tmp_path: Path) -> None:
+    from harness.errors import InputDataError
+    from harness.sweep.executor import stored_catalogue
+
+    store = open_store(str(tmp_path))
+    assert stored_catalogue(store, "s1") is None
+    store.put_text("sweeps/s1/catalogue.json", '{"schema": \n')
+    with pytest.raises(InputDataError, match=r"sweeps/s1/catalogue\.json:2: not JSON"):
+        stored_catalogue(store, "s1")

@@ -41,7 +41,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     i.add_argument("--state", type=Path, required=True)
     i.add_argument("--arms", default="fusion")
     i.add_argument("--backend", choices=["embedded", "stack"], default="embedded")
-    i.add_argument("--sweep-id", default=None, help=argparse.SUPPRESS)
     i.set_defaults(func=show_id)
     e = sub.add_parser("emit-manifest", help="print the built-in arm catalogue as JSON")
     e.set_defaults(func=emit)
@@ -66,7 +65,9 @@ def _sweep_id(args: argparse.Namespace) -> str:
 
 
 def show_id(args: argparse.Namespace) -> int:
-    print(_sweep_id(args))
+    from harness.sweep.executor import default_sweep_id, state_identity
+
+    print(default_sweep_id(args.arms, state_identity(args.state), args.backend))
     return 0
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.errors import IntegrityError, UsageError
+from harness.errors import InputDataError, IntegrityError, UsageError
 from harness.sweep.catalogue import (
     CATALOGUE,
     Arm,
@@ -210,11 +210,14 @@ def stored_catalogue(store: ArtefactStore, sweep_id: str) -> Catalogue | None:
     from harness.sweep.storage import MissingArtefactError
 
     key = catalogue_key(sweep_id)
+    where = f"{store.describe()}/{key}"
     try:
-        text = store.get_text(key)
+        doc = json.loads(store.get_text(key))
     except MissingArtefactError:
         return None
-    return parse_manifest(json.loads(text), f"{store.describe()}/{key}")
+    except json.JSONDecodeError as e:
+        raise InputDataError(f"{where}:{e.lineno}: not JSON ({e.msg})") from e
+    return parse_manifest(doc, where)
 
 
 def collect_sweep(store: ArtefactStore, sweep_id: str, selector: str, manifest: Path | None) -> str:
