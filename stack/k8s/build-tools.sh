@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the Kubernetes test bed's binaries into var/tools/bin from the Go module proxy:
-# kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes), etcd and kwok.
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy (k8s.io/kubernetes),
+# etcd and kwok.
 # Only missing binaries are built (about 35 minutes cold on 2 cores; the module cache keeps
 # the sources). FORCE=1 rebuilds all. Versions: stack/k8s/versions.env.
 set -euo pipefail
@@ -40,12 +41,15 @@ grep -q "go.etcd.io/etcd/server/v3 $ETCD_VERSION" "$K8S_SRC/testbed/etcd/go.mod"
 for t in apiserver controller-manager scheduler; do
   if want "kube-$t"; then build_wrapper kube "$t" "kube-$t" "$kube_ldflags"; fi
 done
+# The node: a real kubelet and kube-proxy (same module, so the second build reuses the cache).
+if want kubelet; then build_wrapper kube kubelet kubelet "$kube_ldflags"; fi
+if want kube-proxy; then build_wrapper kube proxy kube-proxy "$kube_ldflags"; fi
 if want etcd; then build_wrapper etcd . etcd; fi
 if want kwok; then
   log "building kwok $KWOK_VERSION (go install)"
   GOBIN="$BIN" go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 fi
-for b in kube-apiserver kube-controller-manager kube-scheduler etcd kwok; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd kwok; do
   [[ -x $BIN/$b ]] || { log "$BIN/$b missing after the build"; exit 1; }
 done
 log "all in $BIN: $("$BIN/kube-apiserver" --version), etcd $("$BIN/etcd" --version | sed -n 's/^etcd Version: //p'), $("$BIN/kwok" --version | cut -d' ' -f1-3)"
