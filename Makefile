@@ -63,7 +63,8 @@ state: $(STATE)/state.json ## build the default corpus state (synthetic, plus QM
 
 sweep: $(STATE)/state.json ## run the ARMS family (fusion|budget|pool|diversity|embedding|all) over the default state and collect (EXECUTOR=k8s: see docs/kubernetes.md)
 ifeq ($(EXECUTOR),k8s)
-	$(MAKE) sweep-k8s ARMS=$(ARMS)
+	$(MAKE) k8s-up
+	$(MAKE) sweep-k8s ARMS=$(ARMS) CORPORA=$(SYNTH)
 else
 	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor local --workers $(WORKERS) --out $(VAR) $(if $(RERANKER),--reranker $(RERANKER))
 endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the Kubernetes test bed's binaries into var/tools/bin from the Go module proxy:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy (k8s.io/kubernetes),
-# etcd and kwok.
+# etcd, kwok, the distribution registry and CoreDNS.
 # Only missing binaries are built (about 35 minutes cold on 2 cores; the module cache keeps
 # the sources). FORCE=1 rebuilds all. Versions: stack/k8s/versions.env.
 set -euo pipefail
@@ -45,11 +45,21 @@ done
 if want kubelet; then build_wrapper kube kubelet kubelet "$kube_ldflags"; fi
 if want kube-proxy; then build_wrapper kube proxy kube-proxy "$kube_ldflags"; fi
 if want etcd; then build_wrapper etcd . etcd; fi
+# The node's image registry (stack/registry.sh) and cluster DNS (stack/k8s/cluster-addons.yaml):
+# plain go install of pinned module versions; CoreDNS static, it runs FROM scratch.
+if want registry; then
+  log "building registry $DISTRIBUTION_VERSION (go install)"
+  GOBIN="$BIN" go install "github.com/distribution/distribution/v3/cmd/registry@$DISTRIBUTION_VERSION"
+fi
+if want coredns; then
+  log "building coredns $COREDNS_VERSION (go install, static)"
+  CGO_ENABLED=0 GOBIN="$BIN" go install "github.com/coredns/coredns@$COREDNS_VERSION"
+fi
 if want kwok; then
   log "building kwok $KWOK_VERSION (go install)"
   GOBIN="$BIN" go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 fi
-for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd kwok; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd kwok registry coredns; do
   [[ -x $BIN/$b ]] || { log "$BIN/$b missing after the build"; exit 1; }
 done
 log "all in $BIN: $("$BIN/kube-apiserver" --version), etcd $("$BIN/etcd" --version | sed -n 's/^etcd Version: //p'), $("$BIN/kwok" --version | cut -d' ' -f1-3)"

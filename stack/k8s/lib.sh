@@ -41,7 +41,10 @@ k8s_defaults() {
   K8S_TIMEOUT="${RAGSWEEP_K8S_TIMEOUT:-90}"
   # shellcheck disable=SC2034 # used by up.sh
   SERVICE_CIDR=10.96.0.0/16
-  APISERVER_URL="https://127.0.0.1:$APISERVER_PORT"
+  # The address the API server binds and advertises: loopback for the kwok test bed; the
+  # cluster (stack/k8s/cluster.sh) sets a host address its pods can reach.
+  K8S_ADDRESS="${K8S_ADDRESS:-127.0.0.1}"
+  APISERVER_URL="https://$K8S_ADDRESS:$APISERVER_PORT"
   K8S_PYTHON="$(command -v python3 || echo "$REPO_ROOT/.venv/bin/python")"
   local p
   for p in "$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$KCM_PORT" "$SCHEDULER_PORT" "$KWOK_PORT"; do
@@ -125,7 +128,7 @@ k8s_pki() {
   k8s_cert apiserver "/CN=kube-apiserver" "basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+subjectAltName=IP:127.0.0.1,IP:$K8S_ADDRESS,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   # The one client identity: in system:masters (the test bed's admin, used by every component).
   k8s_cert admin "/O=system:masters/CN=ragsweep-k8s-admin" "basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
@@ -210,4 +213,49 @@ for node in nodes:
     ok = ok and bool(ready) and ready[0]["status"] == "True" and not taints
 sys.exit(0 if ok else 1)
 PY
+}
+
+# ------------------------------------------------------------------------ the control plane
+
+# k8s_start_etcd: one member, loopback, plain HTTP (nothing but the API server talks to it).
+k8s_start_etcd() {
+  k8s_start etcd "$ETCD_PORT" --name testbed --data-dir "$K8S_DIR/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster "testbed=http://127.0.0.1:$ETCD_PEER_PORT" \
+    --quota-backend-bytes $((1024 * 1024 * 1024)) --log-level warn
+  k8s_wait etcd bash -c "curl -sf --max-time 2 http://127.0.0.1:$ETCD_PORT/health | grep -q '\"health\":\"true\"'"
+}
+
+# k8s_start_apiserver ADDRESS AUTHORIZATION RECONCILER: client certificates, the default
+# admission plugins (none needs anything outside the API server), service-account tokens
+# signed by sa.key; bound to and advertised on ADDRESS.
+k8s_start_apiserver() {
+  local address=$1 authz=$2 reconciler=$3
+  k8s_start kube-apiserver "$APISERVER_PORT" \
+    --etcd-servers "http://127.0.0.1:$ETCD_PORT" --bind-address "$address" --advertise-address "$address" \
+    --secure-port "$APISERVER_PORT" --cert-dir "$K8S_DIR/apiserver" \
+    --tls-cert-file "$K8S_PKI/apiserver.crt" --tls-private-key-file "$K8S_PKI/apiserver.key" \
+    --client-ca-file "$K8S_PKI/ca.crt" --authorization-mode "$authz" --anonymous-auth=false \
+    --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$K8S_PKI/sa.pub" \
+    --service-account-signing-key-file "$K8S_PKI/sa.key" --service-cluster-ip-range "$SERVICE_CIDR" \
+    --kubelet-preferred-address-types InternalIP --kubelet-certificate-authority "$K8S_PKI/ca.crt" \
+    --kubelet-client-certificate "$K8S_PKI/admin.crt" --kubelet-client-key "$K8S_PKI/admin.key" \
+    --endpoint-reconciler-type "$reconciler" --allow-privileged=false --profiling=false --v=1
+  k8s_wait kube-apiserver k8s_apiserver_ready
+}
+
+# k8s_start_controllers: the controllers (Job, garbage collector, TTL-after-finished, node
+# lifecycle, service accounts and their tokens, namespaces, ...) and the scheduler, as the admin.
+k8s_start_controllers() {
+  k8s_start kube-controller-manager "$KCM_PORT" --kubeconfig "$K8S_KUBECONFIG" \
+    --authentication-kubeconfig "$K8S_KUBECONFIG" --authorization-kubeconfig "$K8S_KUBECONFIG" \
+    --bind-address 127.0.0.1 --secure-port "$KCM_PORT" --leader-elect=false \
+    --controllers '*' --use-service-account-credentials=false \
+    --service-account-private-key-file "$K8S_PKI/sa.key" --root-ca-file "$K8S_PKI/ca.crt" \
+    --cluster-signing-cert-file "$K8S_PKI/ca.crt" --cluster-signing-key-file "$K8S_PKI/ca.key" \
+    --node-monitor-grace-period 40s --profiling=false --v=1
+  k8s_start kube-scheduler "$SCHEDULER_PORT" --kubeconfig "$K8S_KUBECONFIG" \
+    --authentication-kubeconfig "$K8S_KUBECONFIG" --authorization-kubeconfig "$K8S_KUBECONFIG" \
+    --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --leader-elect=false --profiling=false --v=1
 }

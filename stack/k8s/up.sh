@@ -25,27 +25,9 @@ flock -w 300 9 || k8s_die "another up/down holds $K8S_DIR/.lock"
 k8s_pki
 k8s_write_kubeconfig
 
-# -- etcd: one member, loopback, plain HTTP (nothing but the API server talks to it).
-k8s_start etcd "$ETCD_PORT" --name testbed --data-dir "$K8S_DIR/etcd" \
-  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
-  --initial-cluster "testbed=http://127.0.0.1:$ETCD_PEER_PORT" \
-  --quota-backend-bytes $((1024 * 1024 * 1024)) --log-level warn
-k8s_wait etcd bash -c "curl -sf --max-time 2 http://127.0.0.1:$ETCD_PORT/health | grep -q '\"health\":\"true\"'"
-
-# -- kube-apiserver: client certificates, RBAC, the default admission plugins (none needs
-# anything outside the API server), service-account tokens signed by sa.key.
-k8s_start kube-apiserver "$APISERVER_PORT" \
-  --etcd-servers "http://127.0.0.1:$ETCD_PORT" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
-  --secure-port "$APISERVER_PORT" --cert-dir "$K8S_DIR/apiserver" \
-  --tls-cert-file "$K8S_PKI/apiserver.crt" --tls-private-key-file "$K8S_PKI/apiserver.key" \
-  --client-ca-file "$K8S_PKI/ca.crt" --authorization-mode RBAC --anonymous-auth=false \
-  --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$K8S_PKI/sa.pub" \
-  --service-account-signing-key-file "$K8S_PKI/sa.key" --service-cluster-ip-range "$SERVICE_CIDR" \
-  --kubelet-preferred-address-types InternalIP --kubelet-certificate-authority "$K8S_PKI/ca.crt" \
-  --kubelet-client-certificate "$K8S_PKI/admin.crt" --kubelet-client-key "$K8S_PKI/admin.key" \
-  --endpoint-reconciler-type none --allow-privileged=false --profiling=false --v=1
-k8s_wait kube-apiserver k8s_apiserver_ready
+k8s_start_etcd
+# The kwok nodes have no pod network: the API server stays on 127.0.0.1 and keeps no endpoints.
+k8s_start_apiserver 127.0.0.1 RBAC none
 k8s_log "kube-apiserver: ready at $APISERVER_URL ($(k8s_api GET /version | sed -n 's/.*"gitVersion": "\([^"]*\)".*/\1/p'))"
 
 # -- kwok's Logs CRD (from the kwok module the binary was built from): the process kubelet
@@ -66,18 +48,7 @@ rm -f "$K8S_DIR/manifests"/node-*.yaml
 awk -v dir="$K8S_DIR/manifests" '/^---$/ { n++; next } { print > (dir "/node-" n+0 ".yaml") }' "$K8S_SRC/nodes.yaml"
 for f in "$K8S_DIR/manifests"/node-*.yaml; do k8s_create /api/v1/nodes "$f"; done
 
-# -- the controllers (Job, garbage collector, TTL-after-finished, node lifecycle, service
-# accounts and their tokens, namespaces, ...) and the scheduler, as the admin.
-k8s_start kube-controller-manager "$KCM_PORT" --kubeconfig "$K8S_KUBECONFIG" \
-  --authentication-kubeconfig "$K8S_KUBECONFIG" --authorization-kubeconfig "$K8S_KUBECONFIG" \
-  --bind-address 127.0.0.1 --secure-port "$KCM_PORT" --leader-elect=false \
-  --controllers '*' --use-service-account-credentials=false \
-  --service-account-private-key-file "$K8S_PKI/sa.key" --root-ca-file "$K8S_PKI/ca.crt" \
-  --cluster-signing-cert-file "$K8S_PKI/ca.crt" --cluster-signing-key-file "$K8S_PKI/ca.key" \
-  --node-monitor-grace-period 40s --profiling=false --v=1
-k8s_start kube-scheduler "$SCHEDULER_PORT" --kubeconfig "$K8S_KUBECONFIG" \
-  --authentication-kubeconfig "$K8S_KUBECONFIG" --authorization-kubeconfig "$K8S_KUBECONFIG" \
-  --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --leader-elect=false --profiling=false --v=1
+k8s_start_controllers
 
 # -- kwok: keeps the nodes annotated kwok.x-k8s.io/node=fake Ready (stages in kwok.yaml, node
 # leases) and serves their kubelet endpoint (pod logs) on 127.0.0.1:KWOK_PORT.

@@ -1,0 +1,323 @@
+#!/usr/bin/env bash
+# A single-node Kubernetes cluster on this machine, for real: etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler (as the kwok test bed), plus a real node:
+# containerd + runc (Debian), the bridge/host-local/portmap CNI plugins (Debian), kubelet and
+# kube-proxy (built from k8s.io/kubernetes by stack/k8s/build-tools.sh), CoreDNS and local
+# PersistentVolumes. Images come from the loopback registry (make images).
+#
+#   stack/k8s/cluster.sh up       start what is not running; returns once the node is Ready
+#                                 and cluster DNS answers (idempotent)
+#   stack/k8s/cluster.sh down     stop every pod's containers, the node and the control plane
+#   stack/k8s/cluster.sh status   one line per component
+#   stack/k8s/cluster.sh purge    down, then delete var/cluster (etcd, images, volumes)
+#   stack/k8s/cluster.sh recycle  wipe released local volumes and offer them again
+#
+# KUBECONFIG=var/cluster/kubeconfig. The API server and the kubelet listen on the node address
+# 10.243.0.1 (RAGSWEEP_CLUSTER_ADDRESS, a dummy interface on this host) so that pods reach the
+# API server through the kubernetes Service; pods get 10.244.0.0/24, Services 10.96.0.0/16.
+# Exit codes: 0 ok, 1 a component failed (the message names it and its log), 2 a missing tool.
+set -euo pipefail
+export RAGSWEEP_K8S_DIR="${RAGSWEEP_CLUSTER_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/var/cluster}"
+export K8S_ADDRESS="${RAGSWEEP_CLUSTER_ADDRESS:-10.243.0.1}"
+# Ports apart from the kwok test bed's, so both can exist (not run at once: one etcd each).
+export RAGSWEEP_K8S_ETCD_PORT="${RAGSWEEP_CLUSTER_ETCD_PORT:-13379}"
+export RAGSWEEP_K8S_ETCD_PEER_PORT="${RAGSWEEP_CLUSTER_ETCD_PEER_PORT:-13380}"
+export RAGSWEEP_K8S_APISERVER_PORT="${RAGSWEEP_CLUSTER_APISERVER_PORT:-17443}"
+export RAGSWEEP_K8S_KCM_PORT="${RAGSWEEP_CLUSTER_KCM_PORT:-11357}"
+export RAGSWEEP_K8S_SCHEDULER_PORT="${RAGSWEEP_CLUSTER_SCHEDULER_PORT:-11359}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+NODE_NAME=${RAGSWEEP_CLUSTER_NODE:-ragsweep-node-0}
+POD_CIDR=10.244.0.0/24
+CLUSTER_CIDR=10.244.0.0/16
+CLUSTER_DNS=10.96.0.10
+DUMMY_IF=ragsweep0
+CNI_BIN=${RAGSWEEP_CNI_BIN:-/usr/lib/cni}
+NODE_TIMEOUT=${RAGSWEEP_CLUSTER_TIMEOUT:-180}
+
+k8s_defaults
+K8S_TIMEOUT=$NODE_TIMEOUT
+CTRD_DIR=$K8S_DIR/containerd
+CTRD_SOCK=$CTRD_DIR/containerd.sock
+CTRD_PID=$K8S_RUN/containerd.pid
+KUBECTL=(kubectl --kubeconfig "$K8S_KUBECONFIG")
+
+die_component() {  # die_component NAME LOG WHY: the one line that says what failed and where to look
+  tail -n 20 "$2" >&2 2>/dev/null || true
+  printf 'cluster: %s: %s (log %s)\n' "$1" "$3" "$2" >&2
+  exit 1
+}
+
+node_kubeconfig() {  # node_kubeconfig NAME CERT: a kubeconfig for one component identity
+  local file=$K8S_DIR/$1.kubeconfig
+  cat >"$file.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: ragsweep, cluster: {server: "$APISERVER_URL", certificate-authority: "$K8S_PKI/ca.crt"}}]
+users: [{name: $1, user: {client-certificate: "$K8S_PKI/$2.crt", client-key: "$K8S_PKI/$2.key"}}]
+contexts: [{name: $1, context: {cluster: ragsweep, user: $1}}]
+current-context: $1
+EOF
+  chmod 0600 "$file.tmp"; mv "$file.tmp" "$file"
+}
+
+node_pki() {
+  k8s_cert "node-$NODE_NAME" "/O=system:nodes/CN=system:node:$NODE_NAME" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+  k8s_cert kube-proxy "/CN=system:kube-proxy" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+  k8s_cert kubelet-serving "/O=system:nodes/CN=system:node:$NODE_NAME" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:$K8S_ADDRESS,DNS:$NODE_NAME"
+  chmod 0600 "$K8S_PKI"/*.key
+  node_kubeconfig kubelet "node-$NODE_NAME"
+  node_kubeconfig kube-proxy kube-proxy
+}
+
+host_network() {
+  modprobe br_netfilter 2>/dev/null || true
+  sysctl -qw net.ipv4.ip_forward=1
+  [[ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]] \
+    || k8s_die "net.bridge.bridge-nf-call-iptables is missing (the br_netfilter module): Services cannot work"
+  sysctl -qw net.bridge.bridge-nf-call-iptables=1
+  if ! ip link show "$DUMMY_IF" >/dev/null 2>&1; then
+    ip link add "$DUMMY_IF" type dummy
+  fi
+  ip addr show dev "$DUMMY_IF" | grep -q "inet $K8S_ADDRESS/" || ip addr add "$K8S_ADDRESS/32" dev "$DUMMY_IF"
+  ip link set "$DUMMY_IF" up
+}
+
+containerd_running() { pid_running "$CTRD_PID" "containerd --config $CTRD_DIR/config.toml"; }
+
+start_containerd() {
+  # shellcheck disable=SC1090
+  source "$REPO_ROOT/var/images/images.env" 2>/dev/null \
+    || k8s_die "no var/images/images.env: build and push the images first (make images)"
+  mkdir -p "$CTRD_DIR/certs.d/$IMAGE_REGISTRY" "$K8S_DIR/cni/net.d"
+  cat >"$CTRD_DIR/certs.d/$IMAGE_REGISTRY/hosts.toml" <<EOF
+# the loopback registry (stack/registry.sh): plain HTTP
+server = "http://$IMAGE_REGISTRY"
+[host."http://$IMAGE_REGISTRY"]
+  capabilities = ["pull", "resolve"]
+EOF
+  cat >"$K8S_DIR/cni/net.d/10-ragsweep.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "ragsweep",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}],
+              "dataDir": "$K8S_DIR/cni/ipam"}},
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "loopback"}
+  ]
+}
+EOF
+  cat >"$CTRD_DIR/config.toml" <<EOF
+# written by stack/k8s/cluster.sh at every start
+version = 2
+root = "$CTRD_DIR/root"
+state = "$CTRD_DIR/state"
+[grpc]
+  address = "$CTRD_SOCK"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$IMAGE_PAUSE"
+  enable_unprivileged_ports = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$CNI_BIN"
+    conf_dir = "$K8S_DIR/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$CTRD_DIR/certs.d"
+EOF
+  if containerd_running; then k8s_log "containerd: already running"; return 0; fi
+  k8s_log "containerd: starting (log $K8S_LOGS/containerd.log)"
+  setsid containerd --config "$CTRD_DIR/config.toml" >>"$K8S_LOGS/containerd.log" 2>&1 </dev/null 9>&- &
+  echo $! >"$CTRD_PID"
+  local i
+  for ((i = 0; i < 100; i++)); do [[ -S $CTRD_SOCK ]] && return 0; containerd_running || break; sleep 0.2; done
+  die_component containerd "$K8S_LOGS/containerd.log" "no socket at $CTRD_SOCK within 20s"
+}
+
+start_kubelet() {
+  mkdir -p "$K8S_DIR/kubelet" "$K8S_DIR/pods-logs"
+  cat >"$K8S_DIR/kubelet-config.yaml" <<EOF
+# written by stack/k8s/cluster.sh at every start
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# This machine has the hybrid cgroup v1 layout; kubelet 1.37 refuses it unless told not to.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://$CTRD_SOCK
+address: $K8S_ADDRESS
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+tlsCertFile: $K8S_PKI/kubelet-serving.crt
+tlsPrivateKeyFile: $K8S_PKI/kubelet-serving.key
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $K8S_PKI/ca.crt}
+authorization: {mode: Webhook}
+clusterDNS: [$CLUSTER_DNS]
+clusterDomain: cluster.local
+resolvConf: $K8S_DIR/resolv.conf
+failSwapOn: false
+podLogsDir: $K8S_DIR/pods-logs
+# A small disk must not evict the measurement: evict only when nearly full.
+evictionHard: {memory.available: 200Mi, nodefs.available: 2%, imagefs.available: 2%}
+imageGCHighThresholdPercent: 98
+imageGCLowThresholdPercent: 95
+serializeImagePulls: false
+maxPods: 60
+EOF
+  # Pods resolve only cluster names: nothing outside this machine is reachable anyway.
+  printf 'nameserver 127.0.0.1\n' >"$K8S_DIR/resolv.conf"
+  k8s_start kubelet 10250 --config "$K8S_DIR/kubelet-config.yaml" --kubeconfig "$K8S_DIR/kubelet.kubeconfig" \
+    --root-dir "$K8S_DIR/kubelet" --hostname-override "$NODE_NAME" --node-ip "$K8S_ADDRESS" \
+    --node-labels "ragsweep.io/cluster=true" --v=1
+}
+
+start_kube_proxy() {
+  cat >"$K8S_DIR/kube-proxy-config.yaml" <<EOF
+# written by stack/k8s/cluster.sh at every start
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection: {kubeconfig: $K8S_DIR/kube-proxy.kubeconfig}
+clusterCIDR: $CLUSTER_CIDR
+hostnameOverride: $NODE_NAME
+bindAddress: 127.0.0.1
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0}
+EOF
+  k8s_start kube-proxy 10256 --config "$K8S_DIR/kube-proxy-config.yaml" --v=1
+}
+
+node_ready() {
+  [[ $("${KUBECTL[@]}" get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == True ]]
+}
+
+wait_for() {  # wait_for NAME LOG CHECK...: CHECK within NODE_TIMEOUT, NAME alive meanwhile
+  local name=$1 logf=$2 deadline=$((SECONDS + NODE_TIMEOUT))
+  shift 2
+  while ((SECONDS < deadline)); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  die_component "$name" "$logf" "not ready within ${NODE_TIMEOUT}s (RAGSWEEP_CLUSTER_TIMEOUT)"
+}
+
+addons() {
+  # shellcheck disable=SC1090
+  source "$REPO_ROOT/var/images/images.env"
+  mkdir -p "$K8S_DIR/volumes"
+  local i
+  for i in $(seq -w 0 9); do mkdir -p "$K8S_DIR/volumes/pv-$i"; done
+  sed -e "s|\${IMAGE_COREDNS}|$IMAGE_COREDNS|" -e "s|\${CLUSTER_DNS}|$CLUSTER_DNS|" \
+    -e "s|\${NODE_NAME}|$NODE_NAME|g" -e "s|\${VOLUMES}|$K8S_DIR/volumes|g" \
+    "$K8S_SRC/cluster-addons.yaml" | "${KUBECTL[@]}" apply -f - >"$K8S_LOGS/addons.log" 2>&1 \
+    || die_component addons "$K8S_LOGS/addons.log" "kubectl apply of stack/k8s/cluster-addons.yaml failed"
+}
+
+# Released local volumes (their claim's namespace is gone): wiped and offered again.
+recycle_volumes() {
+  local pv path
+  for pv in $("${KUBECTL[@]}" get pv -l ragsweep.io/local-volume=true \
+      -o jsonpath='{range .items[?(@.status.phase=="Released")]}{.metadata.name}{"\n"}{end}'); do
+    path=$("${KUBECTL[@]}" get pv "$pv" -o jsonpath='{.spec.local.path}')
+    [[ $path == "$K8S_DIR/volumes/"* ]] || continue
+    find "$path" -mindepth 1 -delete
+    "${KUBECTL[@]}" patch pv "$pv" --type json -p '[{"op":"remove","path":"/spec/claimRef"}]' >/dev/null
+    k8s_log "volume $pv recycled"
+  done
+}
+
+dns_ready() {
+  [[ $("${KUBECTL[@]}" -n kube-system get deploy coredns -o jsonpath='{.status.readyReplicas}' 2>/dev/null) == 1 ]]
+}
+
+stop_pods() {
+  containerd_running || return 0
+  local ctr=(ctr --address "$CTRD_SOCK" -n k8s.io) t
+  for t in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true; done
+  sleep 2
+  for t in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks delete -f "$t" >/dev/null 2>&1 || true; done
+}
+
+case "${1:-}" in
+  up)
+    started=$SECONDS
+    for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
+      [[ -x $K8S_BIN/$b ]] || { echo "cluster: $K8S_BIN/$b missing (make k8s-apiserver-tools)" >&2; exit 2; }
+    done
+    for t in containerd runc ctr iptables conntrack ip kubectl; do
+      command -v "$t" >/dev/null || { echo "cluster: needs $t (apt-get install containerd runc iptables conntrack iproute2)" >&2; exit 2; }
+    done
+    [[ -x $CNI_BIN/bridge ]] || { echo "cluster: no CNI plugins in $CNI_BIN (apt-get install containernetworking-plugins)" >&2; exit 2; }
+    mkdir -p "$K8S_DIR" "$K8S_RUN" "$K8S_LOGS" "$K8S_DIR/etcd" "$K8S_DIR/apiserver"
+    [[ -e $K8S_MARKER ]] || printf 'ragsweep single-node cluster; created %s\n' "$(date -u +%FT%TZ)" >"$K8S_MARKER"
+    exec 9>"$K8S_DIR/.lock"
+    flock -w 300 9 || k8s_die "another cluster up/down holds $K8S_DIR/.lock"
+    bash "$REPO_ROOT/stack/registry.sh" up
+    host_network
+    k8s_pki
+    node_pki
+    k8s_write_kubeconfig
+    k8s_start_etcd
+    k8s_start_apiserver "$K8S_ADDRESS" Node,RBAC lease
+    k8s_start_controllers
+    start_containerd
+    start_kubelet
+    start_kube_proxy
+    wait_for kubelet "$K8S_LOGS/kubelet.log" node_ready
+    addons
+    recycle_volumes
+    wait_for coredns "$K8S_LOGS/kubelet.log" dns_ready
+    k8s_log "cluster up in $((SECONDS - started))s: node $NODE_NAME Ready; KUBECONFIG=$K8S_KUBECONFIG"
+    ;;
+  down | purge)
+    [[ -d $K8S_DIR ]] || { k8s_log "no cluster in $K8S_DIR"; exit 0; }
+    mkdir -p "$K8S_RUN"
+    exec 9>"$K8S_DIR/.lock"
+    flock -w 300 9 || k8s_die "another cluster up/down holds $K8S_DIR/.lock"
+    k8s_stop kube-proxy 10
+    k8s_stop kubelet 30
+    stop_pods
+    PROC_LOG=k8s_log stop_pid containerd "$CTRD_PID" "containerd --config $CTRD_DIR/config.toml" 30
+    for c in kube-scheduler kube-controller-manager kube-apiserver etcd; do k8s_stop "$c" 30; done
+    # What the node left in the host's network: the pods' bridge and kube-proxy's rules.
+    ip link del cni0 2>/dev/null || true
+    "$K8S_BIN/kube-proxy" --cleanup >/dev/null 2>&1 || true
+    if [[ $1 == purge ]]; then
+      [[ -e $K8S_MARKER ]] || k8s_die "$K8S_DIR has no $(basename "$K8S_MARKER") marker; not deleting it"
+      findmnt -rn -o TARGET | grep "^$K8S_DIR/" | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+      ip link del "$DUMMY_IF" 2>/dev/null || true
+      k8s_log "purging $K8S_DIR"
+      rm -rf "$K8S_DIR"
+    fi
+    ;;
+  recycle) recycle_volumes ;;
+  status)
+    rc=0
+    for c in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
+      if k8s_pid_running "$c"; then printf '%-24s up\n' "$c"; else printf '%-24s down\n' "$c"; rc=1; fi
+    done
+    if containerd_running; then printf '%-24s up\n' containerd; else printf '%-24s down\n' containerd; rc=1; fi
+    if node_ready; then printf '%-24s Ready\n' "node $NODE_NAME"; else printf '%-24s not Ready\n' "node $NODE_NAME"; rc=1; fi
+    exit $rc
+    ;;
+  *) sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 2 ;;
+esac

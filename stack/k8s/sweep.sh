@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# One sweep on Kubernetes, end to end: an ephemeral namespace (restricted Pod Security, an
+# expiry label the janitor honours), `helm install` of charts/ragsweep with the images' digests,
+# the corpora uploaded to the release's object store, the injector Job (inject + index + settle
+# through the Celery workers), one Job per arm, the collector Job, comparison.md downloaded to
+# var/sweeps/<sweep id>/, then the release and the namespace removed (KEEP=1 keeps them).
+#
+#   stack/k8s/sweep.sh CORPORA_DIR ARMS        (make sweep ARMS=fusion EXECUTOR=k8s calls it)
+#
+# Environment: KUBECONFIG (default var/cluster/kubeconfig, the single-node cluster), VALUES
+# (extra values files, space-separated; default the chart's ci/single-node-values.yaml),
+# IMAGES_VALUES (default var/images/values.yaml, written by make images), CORPUS_NAMES
+# (default synthetic), KEEP=1, NAMESPACE (default ragsweep-<hash of the corpora>-<time>).
+# While it runs, `kubectl get pods -o wide` is appended every 20 s to var/k8s-sweeps/<ns>/pods.log.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+CORPORA=${1:?usage: stack/k8s/sweep.sh CORPORA_DIR ARMS}
+ARMS=${2:?usage: stack/k8s/sweep.sh CORPORA_DIR ARMS}
+export KUBECONFIG=${KUBECONFIG:-$ROOT/var/cluster/kubeconfig}
+HELM=${HELM:-$ROOT/var/tools/bin/helm}
+PY=${PY:-$ROOT/.venv/bin/python}
+RAGSWEEP=${RAGSWEEP:-$ROOT/.venv/bin/ragsweep}
+RELEASE=${RELEASE:-ragsweep}
+VALUES=${VALUES:-charts/ragsweep/ci/single-node-values.yaml}
+IMAGES_VALUES=${IMAGES_VALUES:-$ROOT/var/images/values.yaml}
+CORPUS_NAMES=${CORPUS_NAMES:-synthetic}
+PORT=${PORT_FORWARD_PORT:-19000}
+TTL_HOURS=${CI_TTL_HOURS:-4}
+say() { printf '[sweep-k8s %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf 'sweep-k8s: %s\n' "$*" >&2; exit "${2:-2}"; }
+
+[[ -d $CORPORA ]] || die "CORPORA=$CORPORA is not a folder (make synth first)"
+[[ -f $KUBECONFIG ]] || die "no kubeconfig at $KUBECONFIG (make k8s-up starts the single-node cluster)"
+[[ -x $HELM ]] || die "no helm at $HELM (make k8s-tools)"
+[[ -f $IMAGES_VALUES ]] || die "no $IMAGES_VALUES (make images builds the images and writes it)"
+state_key=$(find "$CORPORA" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-10)
+NAMESPACE=${NAMESPACE:-ragsweep-$state_key-$(date +%s | tail -c 7)}
+LOGDIR=$ROOT/var/k8s-sweeps/$NAMESPACE
+mkdir -p "$LOGDIR"
+values_args=()
+for v in $VALUES "$IMAGES_VALUES"; do values_args+=(-f "$v"); done
+
+pf=""; watcher=""
+cleanup() {
+  local rc=$?
+  [[ -n $pf ]] && kill "$pf" 2>/dev/null || true
+  [[ -n $watcher ]] && kill "$watcher" 2>/dev/null || true
+  if [[ ${KEEP:-0} == 1 ]]; then
+    say "KEEP=1: namespace $NAMESPACE kept (helm uninstall $RELEASE -n $NAMESPACE; kubectl delete namespace $NAMESPACE)"
+  else
+    say "tearing down: helm uninstall, namespace $NAMESPACE deleted"
+    "$HELM" uninstall "$RELEASE" -n "$NAMESPACE" --wait --timeout 5m >/dev/null 2>&1 || true
+    kubectl delete namespace "$NAMESPACE" --wait=true --timeout=5m >/dev/null 2>&1 || true
+    bash stack/k8s/cluster.sh recycle >/dev/null 2>&1 || true
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+
+started=$SECONDS
+expires=$(($(date +%s) + TTL_HOURS * 3600))
+sed -e "s/\${NAMESPACE}/$NAMESPACE/" -e "s/\${EXPIRES_AT}/$expires/" -e "s/\${PIPELINE}/sweep-$state_key/" \
+  manifests/ci-namespace.yaml | kubectl apply -f - >/dev/null
+say "namespace $NAMESPACE (restricted Pod Security, expires $(date -d "@$expires" -u +%FT%TZ)); logs in $LOGDIR"
+(while sleep 20; do { date -u +%FT%TZ; kubectl -n "$NAMESPACE" get pods -o wide 2>&1; echo; } >>"$LOGDIR/pods.log"; done) &
+watcher=$!
+
+names=$(printf '"%s",' $CORPUS_NAMES)
+say "helm install $RELEASE (every service pod Ready, up to 15 min)"
+"$HELM" install "$RELEASE" charts/ragsweep -n "$NAMESPACE" "${values_args[@]}" \
+  --set-json "corpus.names=[${names%,}]" --wait --timeout 15m >"$LOGDIR/helm-install.log" 2>&1 \
+  || { tail -n 20 "$LOGDIR/helm-install.log" >&2; kubectl -n "$NAMESPACE" get pods -o wide >&2 || true; die "helm install failed (log $LOGDIR/helm-install.log)" 1; }
+say "release installed in $((SECONDS - started))s"
+kubectl -n "$NAMESPACE" get pods -o wide | tee "$LOGDIR/pods-installed.txt" >&2
+
+kubectl -n "$NAMESPACE" port-forward "svc/$RELEASE-object-store" "$PORT:9000" >"$LOGDIR/port-forward.log" 2>&1 &
+pf=$!
+for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.2; done
+secret=$RELEASE-object-store
+AWS_ACCESS_KEY_ID=$(kubectl -n "$NAMESPACE" get secret "$secret" -o jsonpath='{.data.access-key-id}' | base64 -d)
+AWS_SECRET_ACCESS_KEY=$(kubectl -n "$NAMESPACE" get secret "$secret" -o jsonpath='{.data.secret-access-key}' | base64 -d)
+export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_DEFAULT_REGION=us-east-1 RAGSWEEP_S3_ENDPOINT=http://127.0.0.1:$PORT
+staging=$(mktemp -d); for name in $CORPUS_NAMES; do cp -r "$CORPORA" "$staging/$name"; done
+"$PY" -m harness.sweep.k8s.sync push --store s3://ragsweep --from "$staging" --key corpora/corpora.tar.gz
+rm -rf "$staging"
+
+say "waiting for the injector Job (inject, index through the Celery workers, settle)"
+injector_started=$SECONDS
+kubectl -n "$NAMESPACE" wait --for=condition=complete job \
+  -l "app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=injector" --timeout=2h >/dev/null \
+  || { kubectl -n "$NAMESPACE" logs -l app.kubernetes.io/component=injector --all-containers --tail 30 >&2 || true
+       die "the injector Job did not complete" 1; }
+say "injector complete in $((SECONDS - injector_started))s"
+
+RAGSWEEP_K8S_NAMESPACE=$NAMESPACE RAGSWEEP_K8S_LAUNCHER_CONFIG=$RELEASE-launcher RAGSWEEP_K8S_S3_ENDPOINT=$RAGSWEEP_S3_ENDPOINT \
+  "$RAGSWEEP" sweep run --executor k8s --state "$CORPORA" --arms "$ARMS" --out var
+say "sweep on Kubernetes done in $((SECONDS - started))s"
