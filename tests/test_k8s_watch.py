@@ -8,7 +8,7 @@ pytest.importorskip("kubernetes", reason="the kubernetes client is not installed
 
 from kubernetes import client as k
 
-from harness.sweep.k8s.watch import JobResult, _terminated
+from harness.sweep.k8s.watch import JobResult, _terminated, unschedulable
 
 
 def status(name: str, terminated: int | None = None, waiting: str | None = None) -> k.V1ContainerStatus:
@@ -43,3 +43,26 @@ def test_the_report_names_a_failed_init_container() -> None:
                                  "state/state.tar.gz")
     plain = JobResult("arm-x", False, "BackoffLimitExceeded", "", 2, 1, "arm-x-abc", "Error", ("boom",))
     assert "last pod arm-x-abc: exit 1 Error" in plain.describe()
+
+
+def pending_pod(message: str, phase: str = "Pending") -> k.V1Pod:
+    condition = k.V1PodCondition(type="PodScheduled", status="False", reason="Unschedulable", message=message)
+    return k.V1Pod(metadata=k.V1ObjectMeta(name="arm-x-abc"), status=k.V1PodStatus(phase=phase, conditions=[condition]))
+
+
+# What kube-scheduler 1.37 says of a GPU arm on a cluster with no GPU node (seen on the single-node cluster).
+NO_GPU = ("0/1 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node "
+          "affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
+BUSY = ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "1 No preemption victims found for incoming pod.")
+
+
+def test_a_pod_no_node_can_ever_run_is_reported_with_the_schedulers_words() -> None:
+    assert unschedulable(pending_pod(NO_GPU)) == NO_GPU
+
+
+@pytest.mark.parametrize("pod", [pending_pod(BUSY), pending_pod(NO_GPU, phase="Running"),
+                                 pending_pod("0/2 nodes are available: preemption: 0/2 nodes are available: "
+                                             "1 Preemption is not helpful for scheduling, 1 No preemption victims found")])
+def test_a_pod_waiting_for_room_is_waited_for(pod: k.V1Pod) -> None:
+    assert unschedulable(pod) is None

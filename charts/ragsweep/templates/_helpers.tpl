@@ -41,16 +41,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s-%s" (include "ragsweep.fullname" (index . 0)) (index . 1) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{/* An image reference: repository:tag, then @digest when one is pinned. */}}
-{{- define "ragsweep.image" -}}
-{{- if .digest -}}
-{{- printf "%s:%s@%s" .repository .tag .digest -}}
-{{- else -}}
-{{- printf "%s:%s" .repository .tag -}}
-{{- end -}}
-{{- end -}}
-
-{{/* A ragsweep image by digest alone (what Jobs run): repository@sha256:... */}}
+{{/* An image by digest alone (what every pod runs): repository@sha256:... */}}
 {{- define "ragsweep.digestImage" -}}
 {{- printf "%s@%s" .repository .digest -}}
 {{- end -}}
@@ -133,6 +124,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "ragsweep.containerSecurityContext" -}}
 runAsNonRoot: true
 allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
 capabilities:
   drop: [ALL]
 seccompProfile:
@@ -164,10 +156,12 @@ seccompProfile:
 {{- $problems = append $problems (printf "images.%s.digest: %q is not a sha256 digest; the Jobs run by digest only (images/build.sh prints them: --set images.%s.digest=sha256:...)" $name $image.digest $name) -}}
 {{- end -}}
 {{- end -}}
-{{- range $name := list "opensearch" "postgresql" "redis" "objectStore" -}}
+{{- $services := list "opensearch" "postgresql" "redis" -}}
+{{- if eq .Values.objectStore.mode "internal" -}}{{- $services = append $services "objectStore" -}}{{- end -}}
+{{- range $name := $services -}}
 {{- $image := (index $.Values $name).image -}}
-{{- if and $image.digest (not (regexMatch $digest $image.digest)) -}}
-{{- $problems = append $problems (printf "%s.image.digest: %q is not a sha256 digest (leave it empty to pull by tag)" $name $image.digest) -}}
+{{- if not (regexMatch $digest $image.digest) -}}
+{{- $problems = append $problems (printf "%s.image.digest: %q is not a sha256 digest; every pod runs by digest (make images writes them to var/images/values.yaml)" $name $image.digest) -}}
 {{- end -}}
 {{- end -}}
 {{- if eq .Values.objectStore.mode "external" -}}

@@ -32,7 +32,7 @@ from harness.errors import EXIT_PARTIAL, UsageError
 from harness.sweep.catalogue import Arm, config_hash
 from harness.sweep.executor import ArmOutcome, SweepReport, default_sweep_id, measurement_identity, state_identity
 from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings
-from harness.sweep.k8s.submit import RetryPolicy, call_api, create_job
+from harness.sweep.k8s.submit import RetryPolicy, call_api, create_job, delete_job
 from harness.sweep.k8s.watch import JobResult, JobWatcher, WatchTimeout
 from harness.sweep.storage import ArtefactStore, incomplete_reason, is_complete, publish_failure, read_failure
 
@@ -100,6 +100,12 @@ class K8sExecutor:
             publish_failure(self.store, sweep_id, run.arm, run.digest, message)
             return ArmOutcome(run.arm, "failed", seconds, message)
         message = result.describe()
+        if result.reason == "Unschedulable":
+            # No node can ever run it (e.g. a GPU arm on a GPU-less cluster): named, not waited on.
+            delete_job(self.batch, self.namespace, result.name, self.policy)
+            message = f"not run: {message}"
+            publish_failure(self.store, sweep_id, run.arm, run.digest, message)
+            return ArmOutcome(run.arm, "failed", seconds, message)
         own = read_failure(self.store, sweep_id, run.arm)
         if own is not None and own.get("config_hash") == run.digest and own.get("error"):
             # The pod said why in its own words (a HarnessError); keep that, add the Job's view.

@@ -14,6 +14,8 @@ reason and the log lines are then the init container's, and the report names it.
 
 from __future__ import annotations
 
+import re
+
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -57,6 +59,25 @@ class JobResult:
         if self.log_tail:
             parts.append(f"last log line: {self.log_tail[-1]}")
         return "; ".join(parts)
+
+
+# The scheduler's verdict when no node of the cluster can ever run the pod (no node has the
+# resource, or none matches its selector): nothing but a change of the cluster helps, so waiting
+# for the deadline would only hide it. Any other Unschedulable message (busy nodes) is waited out.
+_UNRESOLVABLE = re.compile(r"preemption: (\d+)/(\d+) nodes are available: (\d+) Preemption is not helpful")
+
+
+def unschedulable(pod: Any) -> str | None:
+    """The scheduler's message when ``pod`` cannot be placed on any node of the cluster, else None."""
+    status = getattr(pod, "status", None)
+    if status is None or status.phase != "Pending":
+        return None
+    for condition in status.conditions or ():
+        if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
+            match = _UNRESOLVABLE.search(condition.message or "")
+            if match and match.group(1) == "0" and match.group(2) == match.group(3):
+                return (condition.message or "").strip()
+    return None
 
 
 def finished_condition(job: Any) -> tuple[bool, str, str] | None:
@@ -148,8 +169,22 @@ class JobWatcher:
         succeeded, reason, message = done
         return JobResult(job.metadata.name, True, reason, message) if succeeded else self._failure(job, reason, message)
 
+    def _never_scheduled(self, pending: set[str]) -> list[JobResult]:
+        """Jobs whose pod no node of the cluster can run (e.g. a GPU arm on a GPU-less cluster)."""
+        pods = call_api(lambda: self.core.list_namespaced_pod(self.namespace, label_selector=self.selector),
+                        f"list pods {self.selector}", self.policy).items
+        results = []
+        for pod in pods:
+            job = (pod.metadata.labels or {}).get(JOB_NAME_LABEL)
+            message = unschedulable(pod) if job in pending else None
+            if job and message:
+                pending.discard(job)
+                results.append(JobResult(job, False, "Unschedulable", message, 0, None, pod.metadata.name, "Pending"))
+        return results
+
     def wait(self, names: Iterable[str]) -> list[JobResult]:
-        """Block until at least one of ``names`` has finished; return every one that has."""
+        """Block until at least one of ``names`` has finished (or can never be scheduled); return
+        every one that has."""
         from kubernetes import watch
 
         pending = set(names)
@@ -160,6 +195,7 @@ class JobWatcher:
                                f"list jobs {self.selector}", self.policy)
             results = [r for job in listing.items if job.metadata.name in pending
                        for r in [self._result(job)] if r is not None]
+            results += self._never_scheduled(pending - {r.name for r in results})
             if results:
                 return results
             left = self.left()
@@ -172,7 +208,7 @@ class JobWatcher:
                 for event in stream.stream(self.batch.list_namespaced_job, self.namespace,
                                            label_selector=self.selector,
                                            resource_version=listing.metadata.resource_version,
-                                           timeout_seconds=max(1, min(int(left) + 1, 60))):
+                                           timeout_seconds=max(1, min(int(left) + 1, 30))):
                     job = event["object"]
                     if event["type"] in ("ADDED", "MODIFIED") and job.metadata.name in pending:
                         result = self._result(job)
