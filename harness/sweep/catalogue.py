@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic import ValidationError as PydanticValidationError
 
 from harness.errors import InputDataError, UsageError
+from harness.inputfiles import read_input_text
 
 MANIFEST_SCHEMA = "ragsweep.catalogue/1"
 CONFIG_HASH_SCHEMA = "ragsweep.arm-config/1"
@@ -424,9 +425,7 @@ def parse_manifest(doc: Any, source: str) -> Catalogue:
 
 def read_manifest_document(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise InputDataError(f"{path}: no such file") from e
+        return json.loads(read_input_text(path))
     except json.JSONDecodeError as e:
         raise InputDataError(f"{path}:{e.lineno}: not JSON ({e.msg})") from e
 
