@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.errors import EXIT_INPUT
+from harness.errors import EXIT_INPUT, EXIT_USAGE
 
 
 def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
@@ -45,3 +45,18 @@ def test_a_folder_where_a_file_is_expected(argv: list[str], tmp_path: Path,
     assert main(args) == EXIT_INPUT
     assert _one_line_error(capsys) == f"ragsweep: error: {folder}: is a folder; expected a file"
     assert _tree(tmp_path) == before
+
+
+# --- an existing file as --dest ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("action", ["fetch", "verify", "inspect", "report"])
+def test_an_existing_file_as_dest_is_a_usage_error(action: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    dest = tmp_path / "qmsum"
+    dest.write_text("not a folder\n")
+    assert main(["corpus", action, "qmsum", "--dest", str(dest)]) == EXIT_USAGE
+    captured = capsys.readouterr()
+    assert captured.out == ""  # verify used to print a FAIL line per artefact first
+    assert captured.err.count("\n") == 1 and f"ragsweep: error: --dest {dest}" in captured.err
+    assert _tree(tmp_path) == ["qmsum"]
+    assert dest.read_text() == "not a folder\n"
