@@ -60,3 +60,17 @@ def test_an_existing_file_as_dest_is_a_usage_error(action: str, tmp_path: Path,
     assert captured.err.count("\n") == 1 and f"ragsweep: error: --dest {dest}" in captured.err
     assert _tree(tmp_path) == ["qmsum"]
     assert dest.read_text() == "not a folder\n"
+
+
+# --- synth select with a budget that keeps no query of a class --------------------------------------------
+
+def test_select_keeping_no_multi_file_query_reports_r_at_1_as_na(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Seed 3, 20 meetings, budget 5 keeps no multi_file query: the pooled R@1 is None, not 0."""
+    assert main(["synth", "generate", "--seed", "3", "--meetings", "20", "--out", str(tmp_path / "full")]) == 0
+    capsys.readouterr()
+    assert main(["synth", "select", "--from", str(tmp_path / "full"), "--budget", "5",
+                 "--out", str(tmp_path / "sel")]) == 0
+    out = capsys.readouterr().out
+    assert "multi_file 0;" in out
+    assert "multi_file R@1 n/a (no queries)" in out
