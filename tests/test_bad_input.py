@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -64,13 +67,48 @@ def test_an_existing_file_as_dest_is_a_usage_error(action: str, tmp_path: Path,
 
 # --- synth select with a budget that keeps no query of a class --------------------------------------------
 
-def test_select_keeping_no_multi_file_query_reports_r_at_1_as_na(tmp_path: Path,
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("synth") / "seed3"
+    assert main(["synth", "generate", "--seed", "3", "--meetings", "20", "--out", str(out)]) == 0
+    return out
+
+
+def test_select_keeping_no_multi_file_query_reports_r_at_1_as_na(generated: Path, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Seed 3, 20 meetings, budget 5 keeps no multi_file query: the pooled R@1 is None, not 0."""
-    assert main(["synth", "generate", "--seed", "3", "--meetings", "20", "--out", str(tmp_path / "full")]) == 0
     capsys.readouterr()
-    assert main(["synth", "select", "--from", str(tmp_path / "full"), "--budget", "5",
-                 "--out", str(tmp_path / "sel")]) == 0
+    assert main(["synth", "select", "--from", str(generated), "--budget", "5", "--out", str(tmp_path / "sel")]) == 0
     out = capsys.readouterr().out
     assert "multi_file 0;" in out
     assert "multi_file R@1 n/a (no queries)" in out
+
+
+# --- corpus inspect synthetic: gold spans held to the QMSum reader's rules ----------------------------------
+
+def _with_first_gold_span(source: Path, dest: Path, start: int, end: int) -> None:
+    """A copy of a corpus whose first gold span is replaced, with corpus.json's checksum kept true."""
+    shutil.copytree(source, dest)
+    queries = json.loads((dest / "queries.json").read_text(encoding="utf-8"))
+    span = next(q for q in queries["queries"] if q["gold"])["gold"][0]
+    span["start_turn"], span["end_turn"] = start, end
+    data = json.dumps(queries).encode()
+    (dest / "queries.json").write_bytes(data)
+    manifest = json.loads((dest / "corpus.json").read_text(encoding="utf-8"))
+    manifest["files"]["queries.json"] = hashlib.sha256(data).hexdigest()
+    (dest / "corpus.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+@pytest.mark.parametrize(("start", "end", "problem"), [
+    (5, 3, "reversed range: start turn 5 is after end turn 3"),
+    (3, 100000, "end turn 100000 is past the last turn"),
+    (-1, 3, "start turn -1 is negative"),
+])
+def test_a_bad_synthetic_gold_span_is_an_input_error(generated: Path, tmp_path: Path, start: int, end: int,
+                                                     problem: str, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus"
+    _with_first_gold_span(generated, corpus, start, end)
+    assert main(["corpus", "inspect", "synthetic", "--dest", str(corpus)]) == EXIT_INPUT
+    err = _one_line_error(capsys)
+    assert f"{corpus}/queries.json: queries[" in err
+    assert problem in err
