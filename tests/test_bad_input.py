@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.errors import EXIT_INPUT, EXIT_USAGE
+from harness.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_USAGE
 
 
 def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
@@ -112,3 +112,15 @@ def test_a_bad_synthetic_gold_span_is_an_input_error(generated: Path, tmp_path: 
     err = _one_line_error(capsys)
     assert f"{corpus}/queries.json: queries[" in err
     assert problem in err
+
+
+# --- sweep run against a missing state --------------------------------------------------------------------
+
+@pytest.mark.parametrize("sweep_id", [[], ["--sweep-id", "X"]], ids=["default id", "--sweep-id"])
+def test_sweep_run_over_a_missing_state_writes_nothing(sweep_id: list[str], tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "no-state"
+    assert main(["sweep", "run", "--state", str(state), *sweep_id, "--out", str(tmp_path / "out")]) == EXIT_INTEGRITY
+    assert _one_line_error(capsys) == (f"ragsweep: error: {state}: not a state (no state.json); "
+                                       "run `ragsweep state build` first")
+    assert _tree(tmp_path) == []
