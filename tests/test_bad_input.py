@@ -124,3 +124,40 @@ def test_sweep_run_over_a_missing_state_writes_nothing(sweep_id: list[str], tmp_
     assert _one_line_error(capsys) == (f"ragsweep: error: {state}: not a state (no state.json); "
                                        "run `ragsweep state build` first")
     assert _tree(tmp_path) == []
+
+
+# --- agreement --manifest: run paths stay in the manifest's folder, errors name the file read ----------------
+
+def _agreement_manifest(folder: Path, runs: dict[str, str]) -> Path:
+    arms = [{"name": name, "axis": "control" if name == "ctl" else "knob", "run": run} for name, run in runs.items()]
+    manifest = folder / "m.json"
+    manifest.write_text(json.dumps({"schema": "ragsweep.catalogue/1",
+                                    "families": [{"name": "f", "control": "ctl", "arms": arms}]}))
+    return manifest
+
+
+@pytest.mark.parametrize("run", ["/etc/hostname", "../outside/metrics.json", "runs/../../outside/metrics.json"])
+def test_agreement_refuses_a_run_path_outside_the_manifest_folder(run: str, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "here"
+    folder.mkdir()
+    manifest = _agreement_manifest(folder, {"ctl": "ctl.json", "a": run})
+    assert main(["agreement", "--manifest", str(manifest)]) == EXIT_INPUT
+    assert _one_line_error(capsys) == (f"ragsweep: error: {manifest}: families[f].arms[a].run: {run!r} leaves the "
+                                       "manifest's folder; give a path relative to it, without '..'")
+
+
+def test_agreement_names_the_run_file_it_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "ctl.json").write_text('{"schema": "nope"}')
+    manifest = _agreement_manifest(tmp_path, {"ctl": "runs/ctl.json", "a": "runs/a.json"})
+    assert main(["agreement", "--manifest", str(manifest)]) == EXIT_INPUT
+    assert _one_line_error(capsys) == (f"ragsweep: error: {tmp_path}/runs/ctl.json: field schema: "
+                                       "expected 'ragsweep.metrics/1', got 'nope'")
+
+
+def test_agreement_run_naming_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "runs" / "ctl").mkdir(parents=True)
+    manifest = _agreement_manifest(tmp_path, {"ctl": "runs/ctl", "a": "runs/a.json"})
+    assert main(["agreement", "--manifest", str(manifest)]) == EXIT_INPUT
+    assert _one_line_error(capsys) == f"ragsweep: error: {tmp_path}/runs/ctl: is a folder; expected a file"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -83,6 +83,13 @@ class Arm(BaseModel):
             if key not in INT_KEYS and not isinstance(value, str):
                 raise ValueError(f"{key} must be a string, got {value!r}")
         return dict(sorted(config.items()))
+
+    @field_validator("run")
+    @classmethod
+    def _inside_the_manifest_folder(cls, run: str | None) -> str | None:
+        if run is not None and (PurePosixPath(run).is_absolute() or ".." in PurePosixPath(run).parts):
+            raise ValueError(f"{run!r} leaves the manifest's folder; give a path relative to it, without '..'")
+        return run
 
     @property
     def stage(self) -> str:
