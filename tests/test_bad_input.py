@@ -161,3 +161,35 @@ def test_agreement_run_naming_a_folder(tmp_path: Path, capsys: pytest.CaptureFix
     manifest = _agreement_manifest(tmp_path, {"ctl": "runs/ctl", "a": "runs/a.json"})
     assert main(["agreement", "--manifest", str(manifest)]) == EXIT_INPUT
     assert _one_line_error(capsys) == f"ragsweep: error: {tmp_path}/runs/ctl: is a folder; expected a file"
+
+
+# --- numbers that parse but mean nothing ------------------------------------------------------------------
+
+def test_a_negative_qrels_grade_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    qrels = tmp_path / "q.trec"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 -1\n")
+    run = tmp_path / "r.trec"
+    run.write_text("q1 Q0 d1 1 0.5 tag\n")
+    assert main(["score", "--qrels", str(qrels), "--run", str(run)]) == EXIT_INPUT
+    assert _one_line_error(capsys) == (f"ragsweep: error: {qrels}:2: relevance -1 is negative; "
+                                       "expected a grade >= 0 (0 = judged not relevant)")
+
+
+@pytest.mark.parametrize(("key", "value"), [("size", True), ("size", -5), ("size", 0), ("candidate_pool", False),
+                                            ("rank_constant", 0)])
+@pytest.mark.parametrize("command", ["sweep run", "agreement"])
+def test_a_catalogue_count_that_is_not_a_positive_integer(command: str, key: str, value: object, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sweep", "emit-manifest"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    family = doc["families"][0]
+    arm = family["arms"][0]
+    arm["config"][key] = value
+    manifest = tmp_path / "arms.json"
+    manifest.write_text(json.dumps(doc))
+    argv = (["sweep", "run", "--state", str(tmp_path / "no-state"), "--manifest", str(manifest),
+             "--out", str(tmp_path / "out")] if command == "sweep run" else ["agreement", "--manifest", str(manifest)])
+    assert main(argv) == EXIT_INPUT
+    assert _one_line_error(capsys) == (f"ragsweep: error: {manifest}: families[{family['name']}].arms[{arm['name']}]"
+                                       f".config: {key} must be a positive integer, got {value!r}")
+    assert _tree(tmp_path) == ["arms.json"]

@@ -45,6 +45,9 @@ def read_qrels(path: Path) -> Qrels:
             grade = int(rel)
         except ValueError as e:
             raise InputDataError(f"{path}:{number}: relevance {rel!r} is not an integer") from e
+        if grade < 0:
+            raise InputDataError(f"{path}:{number}: relevance {grade} is negative; expected a grade >= 0 "
+                                 "(0 = judged not relevant)")
         docs = judgements.setdefault(qid, {})
         if docid in docs and docs[docid] != grade:
             raise InputDataError(f"{path}:{number}: {qid} {docid} judged twice with different grades")

@@ -72,14 +72,18 @@ class Arm(BaseModel):
     # manifest's folder. Not part of the arm's identity: config_hash ignores it.
     run: str | None = None
 
-    @field_validator("config")
+    # "before": pydantic's lax int would turn true into 1 before an "after" check could see it.
+    @field_validator("config", mode="before")
     @classmethod
-    def _known_flags(cls, config: dict[str, str | int]) -> dict[str, str | int]:
+    def _known_flags(cls, config: Any) -> Any:
+        if not isinstance(config, Mapping):
+            return config  # pydantic names the type it expected
         for key, value in config.items():
             if key not in DEFAULTS:
                 raise ValueError(f"unknown bench flag {key!r}; known: {', '.join(CONFIG_KEYS)}")
-            if key in INT_KEYS and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ValueError(f"{key} must be an integer, got {value!r}")
+            # every integer flag of bench is a count or the RRF rank constant: at least 1
+            if key in INT_KEYS and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{key} must be a positive integer, got {value!r}")
             if key not in INT_KEYS and not isinstance(value, str):
                 raise ValueError(f"{key} must be a string, got {value!r}")
         return dict(sorted(config.items()))
