@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
 from harness.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_USAGE
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
@@ -193,3 +198,32 @@ def test_a_catalogue_count_that_is_not_a_positive_integer(command: str, key: str
     assert _one_line_error(capsys) == (f"ragsweep: error: {manifest}: families[{family['name']}].arms[{arm['name']}]"
                                        f".config: {key} must be a positive integer, got {value!r}")
     assert _tree(tmp_path) == ["arms.json"]
+
+
+# --- make sweep after fetching QMSum ---------------------------------------------------------------------
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_make_sweep_builds_a_new_state_once_qmsum_is_fetched(tmp_path: Path) -> None:
+    """A synthetic-only state is up to date; after var/corpora/qmsum/LICENSE appears it is not reused."""
+    venv, var = tmp_path / "venv", tmp_path / "var"
+    made = [venv / ".installed", var / "synthetic/full-7/corpus.json", var / "synthetic/budget-5-7/corpus.json",
+            var / "states/default-5-7/state.json"]
+    for age, path in enumerate(reversed(made)):  # each prerequisite older than what it makes
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        os.utime(path, (time.time() - 60 * age,) * 2)
+
+    def dry_run() -> str:
+        return subprocess.run(["make", "-n", "-C", str(REPO_ROOT), "sweep", f"VAR={var}", f"VENV={venv}",
+                               "BUDGET=5", "SEED=7", "WORKERS=1", "EXECUTOR=local", "RERANKER="],
+                              check=True, capture_output=True, text=True).stdout
+
+    first = dry_run()
+    assert "state build" not in first
+    assert f"sweep run --state {var}/states/default-5-7 " in first
+    (var / "corpora/qmsum").mkdir(parents=True)
+    (var / "corpora/qmsum/LICENSE").touch()
+    second = dry_run()
+    assert (f"state build --corpus synthetic={var}/synthetic/budget-5-7 --corpus qmsum={var}/corpora/qmsum "
+            f"--out {var}/states/default-5-7-qmsum --force") in second
+    assert f"sweep run --state {var}/states/default-5-7-qmsum " in second
