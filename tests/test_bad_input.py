@@ -170,15 +170,7 @@ def test_agreement_run_naming_a_folder(tmp_path: Path, capsys: pytest.CaptureFix
 
 # --- numbers that parse but mean nothing ------------------------------------------------------------------
 
-def test_a_negative_qrels_grade_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    qrels = tmp_path / "q.trec"
-    qrels.write_text("q1 0 d1 1\nq1 0 d2 -1\n")
-    run = tmp_path / "r.trec"
-    run.write_text("q1 Q0 d1 1 0.5 tag\n")
-    assert main(["score", "--qrels", str(qrels), "--run", str(run)]) == EXIT_INPUT
-    assert _one_line_error(capsys) == (f"ragsweep: error: {qrels}:2: relevance -1 is negative; "
-                                       "expected a grade >= 0 (0 = judged not relevant)")
-
+# A negative qrels grade: tests/test_cli.py::test_malformed_qrels_line, beside the other qrels lines.
 
 @pytest.mark.parametrize(("key", "value"), [("size", True), ("size", -5), ("size", 0), ("candidate_pool", False),
                                             ("rank_constant", 0)])
