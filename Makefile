@@ -14,10 +14,15 @@ SEED ?= 20260812
 VAR ?= var
 SYNTH_FULL := $(VAR)/synthetic/full-$(SEED)
 SYNTH := $(VAR)/synthetic/budget-$(BUDGET)-$(SEED)
-STATE := $(VAR)/states/default-$(BUDGET)-$(SEED)
-STACK_STATE := $(VAR)/states/stack-$(BUDGET)-$(SEED)
-WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 QMSUM ?= $(VAR)/corpora/qmsum
+# QMSum joins the default states once fetched (its LICENSE is there). The set of corpora is part
+# of a state's folder name, so fetching QMSum after a first sweep builds a new state instead of
+# silently reusing the synthetic-only one (and removing it finds the old one again).
+QMSUM_FLAG := $(if $(wildcard $(QMSUM)/LICENSE),--corpus qmsum=$(QMSUM))
+CORPORA_TAG := $(if $(QMSUM_FLAG),-qmsum)
+STATE := $(VAR)/states/default-$(BUDGET)-$(SEED)$(CORPORA_TAG)
+STACK_STATE := $(VAR)/states/stack-$(BUDGET)-$(SEED)$(CORPORA_TAG)
+WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 
 .DEFAULT_GOAL := help
 .PHONY: help setup test test-unit lint sweep sweep-backends state synth bench baselines-check clean
@@ -57,9 +62,9 @@ $(SYNTH)/corpus.json: $(SYNTH_FULL)/corpus.json
 synth: $(SYNTH)/corpus.json ## generate the default synthetic corpus and select the budget (BUDGET=200)
 
 $(STATE)/state.json: $(SYNTH)/corpus.json
-	$(RAGSWEEP) state build --corpus synthetic=$(SYNTH) $(if $(wildcard $(QMSUM)/LICENSE),--corpus qmsum=$(QMSUM)) --out $(STATE) --force
+	$(RAGSWEEP) state build --corpus synthetic=$(SYNTH) $(QMSUM_FLAG) --out $(STATE) --force
 
-state: $(STATE)/state.json ## build the default corpus state (synthetic, plus QMSum when fetched into var/corpora/qmsum)
+state: $(STATE)/state.json ## build the default corpus state (synthetic, plus QMSum when fetched into var/corpora/qmsum: a -qmsum state)
 
 sweep: $(STATE)/state.json ## run the ARMS family (fusion|budget|pool|diversity|embedding|all) over the default state and collect (EXECUTOR=k8s: see docs/kubernetes.md)
 ifeq ($(EXECUTOR),k8s)
@@ -70,7 +75,7 @@ else
 endif
 
 $(STACK_STATE)/state.json: $(SYNTH)/corpus.json
-	$(WITH_STACK_ENV) $(RAGSWEEP) state build --backend stack --corpus synthetic=$(SYNTH) $(if $(wildcard $(QMSUM)/LICENSE),--corpus qmsum=$(QMSUM)) --out $(STACK_STATE) --force
+	$(WITH_STACK_ENV) $(RAGSWEEP) state build --backend stack --corpus synthetic=$(SYNTH) $(QMSUM_FLAG) --out $(STACK_STATE) --force
 
 sweep-backends: $(STACK_STATE)/state.json ## ARMS on the embedded backend and on the stack (same state, make stack-up first), then their agreement
 	$(WITH_STACK_ENV) $(RAGSWEEP) sweep run --state $(STACK_STATE) --arms $(ARMS) --workers $(WORKERS) --out $(VAR)

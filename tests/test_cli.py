@@ -56,13 +56,17 @@ def test_malformed_trec_run_line_names_file_and_line(tmp_path: Path, capsys: pyt
     assert f"{run}:2: rank 'two' is not an integer" in _one_line_error(capsys)
 
 
-def test_malformed_qrels_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("text", "problem"), [
+    ("q1 0 d1\n", "1: qrels line needs 4 fields"),
+    ("q1 0 d1 1\nq1 0 d2 -1\n", "2: relevance -1 is negative; expected a grade >= 0 (0 = judged not relevant)"),
+])
+def test_malformed_qrels_line(text: str, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     qrels = tmp_path / "q.trec"
-    qrels.write_text("q1 0 d1\n")
+    qrels.write_text(text)
     run = tmp_path / "r.trec"
     run.write_text("q1 Q0 d1 1 0.5 tag\n")
     assert main(["score", "--qrels", str(qrels), "--run", str(run)]) == EXIT_INPUT
-    assert f"{qrels}:1: qrels line needs 4 fields" in _one_line_error(capsys)
+    assert f"{qrels}:{problem}" in _one_line_error(capsys)
 
 
 def test_score_json_keys_measures_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

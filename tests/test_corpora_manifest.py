@@ -100,5 +100,5 @@ def test_template_needing_a_commit_without_one_is_refused():
 
 
 def test_missing_manifest_file(tmp_path):
-    with pytest.raises(InputDataError, match="manifest not found"):
+    with pytest.raises(InputDataError, match="no such file"):
         read_manifest(tmp_path / "nope.tsv")

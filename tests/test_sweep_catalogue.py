@@ -170,7 +170,7 @@ def _manifest(tmp_path: Path, doc: object) -> Path:
 
 @pytest.mark.parametrize(("arm", "message"), [
     ({"name": "a1", "axis": "x", "config": {"candidate_pol": 3}}, "families[f].arms[a1].config: unknown bench flag"),
-    ({"name": "a1", "axis": "x", "config": {"size": "48"}}, "size must be an integer"),
+    ({"name": "a1", "axis": "x", "config": {"size": "48"}}, "size must be a positive integer"),
     ({"name": "A B", "axis": "x"}, "families[f].arms[A B].name"),
     ({"name": "a1", "axis": "x", "colour": "red"}, "families[f].arms[a1].colour: Extra inputs"),
 ])

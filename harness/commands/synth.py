@@ -111,10 +111,16 @@ def _print_written(written: Any) -> None:
     report = written.selfreport
     bm25 = report["bm25"]
     if bm25.get("available"):
-        print(f"BM25 lookup R@1 {bm25['lookup']['pooled']['r_at_1']:.4f} (file level, pooled), "
-              f"multi_file R@1 {bm25['multi_file']['pooled']['r_at_1']:.4f}")
+        print(f"BM25 lookup R@1 {_r_at_1(bm25['lookup'])} (file level, pooled), "
+              f"multi_file R@1 {_r_at_1(bm25['multi_file'])}")
     else:
         print(f"ragsweep: warning: BM25 self-report not measured: {bm25.get('reason')}", file=sys.stderr)
     nd = report["near_duplicates"]
     print(f"near-duplicate rate {nd['rate']:.4f} (word-{nd['shingle_words']}-gram Jaccard >= {nd['threshold']}); "
           f"self-report in {written.out}/selfreport.md")
+
+
+def _r_at_1(report: dict[str, Any]) -> str:
+    """A class's pooled R@1; a selection can keep no query of a class, and then there is none."""
+    value = report["pooled"]["r_at_1"]
+    return "n/a (no queries)" if value is None else f"{value:.4f}"

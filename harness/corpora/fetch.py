@@ -70,6 +70,14 @@ def check_licence(source: Source, accept_noncommercial: bool) -> None:
         )
 
 
+def corpus_folder(dest: Path) -> Path:
+    """``dest`` as the corpus folder; an existing file there is refused before anything is written."""
+    dest = Path(dest)
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"--dest {dest}: is a file; expected the corpus folder (a new or existing folder)")
+    return dest
+
+
 def fetch(
     name: str,
     dest: Path,
@@ -88,7 +96,7 @@ def fetch(
     source = get_source(name)
     check_licence(source, accept_noncommercial)
     pinned = load_source_manifest(source, manifest)
-    dest = Path(dest)
+    dest = corpus_folder(dest)
     dest.mkdir(parents=True, exist_ok=True)
 
     present = [a for a in pinned.artefacts if check_artefact(dest, a) is None]
@@ -113,7 +121,7 @@ def fetch(
 def list_problems(name: str, dest: Path, *, manifest: ManifestArg = None) -> tuple[Manifest, list[Problem]]:
     """Offline: the manifest used and every artefact under ``dest`` that is missing or differs."""
     pinned = load_source_manifest(get_source(name), manifest)
-    return pinned, find_problems(pinned, Path(dest))
+    return pinned, find_problems(pinned, corpus_folder(dest))
 
 
 def verify(name: str, dest: Path, *, manifest: ManifestArg = None) -> int:

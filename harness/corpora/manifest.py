@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from harness.errors import InputDataError
+from harness.inputfiles import read_input_text
 
 _HEADERS = (("path", "size", "sha256"), ("path", "size", "sha256", "domain"))
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -74,13 +75,7 @@ class Manifest:
 def read_manifest(path: Path, *, label: str | None = None) -> Manifest:
     """Read and parse a manifest file; ``label`` (default: the path) names it in errors."""
     name = label if label is not None else str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as e:
-        raise InputDataError(f"{name}: manifest not found") from e
-    except UnicodeDecodeError as e:
-        raise InputDataError(f"{name}: manifest is not UTF-8 ({e.reason} at byte {e.start})") from e
-    return parse_manifest(text, name)
+    return parse_manifest(read_input_text(path, name), name)
 
 
 def parse_manifest(text: str, label: str) -> Manifest:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from harness.errors import InputDataError
+from harness.inputfiles import read_input_text
 from harness.model import Qrels, RankedDoc, Run
 
 TiePolicy = Literal["trec_eval", "docid", "rank"]
@@ -25,12 +26,7 @@ TIE_POLICIES: dict[str, str] = {
 
 
 def _lines(path: Path) -> list[tuple[int, list[str]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as e:
-        raise InputDataError(f"{path}: no such file") from e
-    except UnicodeDecodeError as e:
-        raise InputDataError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+    text = read_input_text(path)
     out = []
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
@@ -49,6 +45,9 @@ def read_qrels(path: Path) -> Qrels:
             grade = int(rel)
         except ValueError as e:
             raise InputDataError(f"{path}:{number}: relevance {rel!r} is not an integer") from e
+        if grade < 0:
+            raise InputDataError(f"{path}:{number}: relevance {grade} is negative; expected a grade >= 0 "
+                                 "(0 = judged not relevant)")
         docs = judgements.setdefault(qid, {})
         if docid in docs and docs[docid] != grade:
             raise InputDataError(f"{path}:{number}: {qid} {docid} judged twice with different grades")

@@ -7,14 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputDataError
+from harness.inputfiles import read_input_text
 from harness.report.results import SCHEMA
 
 
 def load_metrics(path: Path) -> dict[str, Any]:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise InputDataError(f"{path}: no such file") from e
+        doc = json.loads(read_input_text(path))
     except json.JSONDecodeError as e:
         raise InputDataError(f"{path}:{e.lineno}: not JSON ({e.msg})") from e
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:

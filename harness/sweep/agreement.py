@@ -144,8 +144,7 @@ def results_from_manifest(path: Path) -> tuple[Catalogue, list[ArmResults]]:
         if arm.run is None:
             results.append(ArmResults(arm=arm, status="missing", detail="no run in the manifest"))
             continue
-        run = Path(arm.run)
-        results.append(load_from_path(arm, run if run.is_absolute() else path.parent / run))
+        results.append(load_from_path(arm, path.parent / arm.run))  # relative, no '..': Arm checks
     return catalogue, results
 
 

@@ -18,13 +18,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from harness.errors import InputDataError, UsageError
+from harness.inputfiles import read_input_text
 
 MANIFEST_SCHEMA = "ragsweep.catalogue/1"
 CONFIG_HASH_SCHEMA = "ragsweep.arm-config/1"
@@ -71,17 +72,28 @@ class Arm(BaseModel):
     # manifest's folder. Not part of the arm's identity: config_hash ignores it.
     run: str | None = None
 
-    @field_validator("config")
+    # "before": pydantic's lax int would turn true into 1 before an "after" check could see it.
+    @field_validator("config", mode="before")
     @classmethod
-    def _known_flags(cls, config: dict[str, str | int]) -> dict[str, str | int]:
+    def _known_flags(cls, config: Any) -> Any:
+        if not isinstance(config, Mapping):
+            return config  # pydantic names the type it expected
         for key, value in config.items():
             if key not in DEFAULTS:
                 raise ValueError(f"unknown bench flag {key!r}; known: {', '.join(CONFIG_KEYS)}")
-            if key in INT_KEYS and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ValueError(f"{key} must be an integer, got {value!r}")
+            # every integer flag of bench is a count or the RRF rank constant: at least 1
+            if key in INT_KEYS and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{key} must be a positive integer, got {value!r}")
             if key not in INT_KEYS and not isinstance(value, str):
                 raise ValueError(f"{key} must be a string, got {value!r}")
         return dict(sorted(config.items()))
+
+    @field_validator("run")
+    @classmethod
+    def _inside_the_manifest_folder(cls, run: str | None) -> str | None:
+        if run is not None and (PurePosixPath(run).is_absolute() or ".." in PurePosixPath(run).parts):
+            raise ValueError(f"{run!r} leaves the manifest's folder; give a path relative to it, without '..'")
+        return run
 
     @property
     def stage(self) -> str:
@@ -424,9 +436,7 @@ def parse_manifest(doc: Any, source: str) -> Catalogue:
 
 def read_manifest_document(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise InputDataError(f"{path}: no such file") from e
+        return json.loads(read_input_text(path))
     except json.JSONDecodeError as e:
         raise InputDataError(f"{path}:{e.lineno}: not JSON ({e.msg})") from e
 

@@ -150,13 +150,15 @@ class LocalExecutor:
             raise UsageError(f"arms {names} run the rerank stage and need --reranker DIR "
                              "(train one with `ragsweep reranker train --out DIR`)")
         started = time.perf_counter()
+        # Read the state (and reranker) first: one that is missing is refused before the store is written.
+        digests = [config_hash(arm, measurement_identity(self.state, arm, self.reranker, self.backend))
+                   for arm in arms]
         store = open_store(self.store_spec, self.s3_endpoint)
         if self.catalogue is not None:
             publish_catalogue(store, sweep_id, self.catalogue)
         report = SweepReport(sweep_id=sweep_id)
         pending: list[Arm] = []
-        for arm in arms:
-            digest = config_hash(arm, measurement_identity(self.state, arm, self.reranker, self.backend))
+        for arm, digest in zip(arms, digests, strict=True):
             if is_complete(store, sweep_id, arm, digest):
                 report.outcomes.append(ArmOutcome(arm, "skipped", message="complete for this config"))
             else:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import InputDataError
+from harness.inputfiles import read_input_text
 from harness.report.files import read_json_number
 from harness.sweep.catalogue import Arm, canonical_json, config_hash
 from harness.sweep.storage import (
@@ -128,8 +129,9 @@ def state_fingerprint(metrics: Mapping[str, Any]) -> dict[str, str]:
     return digests
 
 
-def from_documents(arm: Arm, metrics: Any, per_query: Any, where: str) -> ArmResults:
-    rows, counts = index_rows(metrics, f"{where}/metrics.json")
+def from_documents(arm: Arm, metrics: Any, per_query: Any, where: str, *,
+                   metrics_file: str = "metrics.json") -> ArmResults:
+    rows, counts = index_rows(metrics, f"{where}/{metrics_file}")
     checked = None if per_query is None else check_per_query(per_query, f"{where}/per_query.json")
     return ArmResults(arm=arm, status="complete", metrics=metrics, per_query=checked, rows=rows, row_n=counts)
 
@@ -177,11 +179,9 @@ def load_from_store(store: ArtefactStore, sweep_id: str, arm: Arm, *,
 
 def load_from_path(arm: Arm, metrics_path: Path) -> ArmResults:
     """An arm measured elsewhere: its metrics.json, and per_query.json beside it when present."""
-    try:
-        metrics = _parse(metrics_path.read_text(encoding="utf-8"), str(metrics_path))
-    except FileNotFoundError:
+    if not metrics_path.exists():
         return ArmResults(arm=arm, status="missing", detail=f"{metrics_path}: no such file")
+    metrics = _parse(read_input_text(metrics_path), str(metrics_path))
     per_query_path = metrics_path.with_name("per_query.json")
-    per_query = (_parse(per_query_path.read_text(encoding="utf-8"), str(per_query_path))
-                 if per_query_path.is_file() else None)
-    return from_documents(arm, metrics, per_query, str(metrics_path.parent))
+    per_query = _parse(read_input_text(per_query_path), str(per_query_path)) if per_query_path.is_file() else None
+    return from_documents(arm, metrics, per_query, str(metrics_path.parent), metrics_file=metrics_path.name)

@@ -21,7 +21,7 @@ from datetime import date
 from pathlib import Path
 from typing import cast
 
-from harness.errors import IntegrityError, UsageError
+from harness.errors import InputDataError, IntegrityError, UsageError
 from harness.model import (
     Corpus,
     GoldSpan,
@@ -37,10 +37,12 @@ from harness.synthetic.formats import (
     CORPUS_NAME,
     LICENCE,
     MANIFEST,
+    QUERIES,
     TIER,
     NativeCorpus,
     NativeMeeting,
     NativeQuery,
+    NativeSpan,
     read_native,
 )
 
@@ -58,6 +60,7 @@ def read_synthetic(dest: Path, manifest: Path | None = None) -> Corpus:
 
 def corpus_from_native(native: NativeCorpus) -> Corpus:
     """The model view of an already-read corpus folder."""
+    _check_gold(native)
     uuids = {m.meeting_id: file_uuid_for(CORPUS_NAME, m.meeting_id) for m in native.meetings}
     meetings = tuple(_meeting(m) for m in sorted(native.meetings, key=lambda m: m.meeting_id))
     queries = tuple(_query(q, uuids) for q in sorted(native.queries, key=lambda q: q.id))
@@ -87,6 +90,34 @@ def _check_integrity(native: NativeCorpus) -> None:
     missing = sorted(set(listed) - set(native.file_sha256))
     if missing:
         raise IntegrityError(f"{native.root}: {missing[0]} is listed in {MANIFEST} but missing")
+
+
+def _check_gold(native: NativeCorpus) -> None:
+    """Every gold span lies inside its meeting with start <= end: the QMSum reader's rules (exit 4)."""
+    turns = {m.meeting_id: len(m.turns) for m in native.meetings}
+    for i, query in enumerate(native.queries):
+        for j, span in enumerate(query.gold):
+            problem = _span_problem(span, turns.get(span.meeting_id))
+            if problem is not None:
+                raise InputDataError(
+                    f"{native.root}/{QUERIES}: queries[{i}].gold[{j}] (query {query.id}): {problem}"
+                )
+
+
+def _span_problem(span: NativeSpan, n_turns: int | None) -> str | None:
+    if n_turns is None:
+        return f"meeting {span.meeting_id!r} is not in the corpus"
+    last = n_turns - 1
+    start, end = span.start_turn, span.end_turn
+    if start < 0:
+        return f"start turn {start} is negative"
+    if start > last:
+        return f"start turn {start} is past the last turn ({last})"
+    if end > last:
+        return f"end turn {end} is past the last turn ({last})"
+    if end < start:
+        return f"reversed range: start turn {start} is after end turn {end}"
+    return None
 
 
 def _meeting(m: NativeMeeting) -> Meeting:
