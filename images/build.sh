@@ -59,7 +59,7 @@ inputs_hash() {
 remote_digest() {
   curl -sfI --max-time 10 \
     -H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
-    "http://$REGISTRY/v2/ragsweep/$1/manifests/$2" | tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p'
+    "http://$REGISTRY/v2/ragsweep/$1/manifests/$2" 2>/dev/null | tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p' || true
 }
 ref() { printf '%s/ragsweep/%s@%s' "$REGISTRY" "$1" "${DIGEST[$1]}"; }
 push() {  # push LOCAL NAME TAG -> DIGEST[NAME]
@@ -180,10 +180,10 @@ want() { [[ " $ONLY " == *" $1 "* ]]; }
 need_digest() {  # an image not rebuilt this run: its digest from the last build's package list
   [[ -n ${DIGEST[$1]:-} ]] && return 0
   DIGEST[$1]=$(sed -n "1s/.*@\(sha256:[0-9a-f]*\).*/\1/p" "$OUT/sbom/$1.txt" 2>/dev/null || true)
-  [[ -n ${DIGEST[$1]} ]] || die 2 "$1: never built here (run images/build.sh without --only first)"
+  [[ -n ${DIGEST[$1]} ]]
 }
 
-if want base; then build_base; else need_digest base; fi
+if want base; then build_base; else need_digest base || die 2 "base: never built here (run images/build.sh without --only first)"; fi
 
 if want pause; then
   fresh_ctx pause
@@ -241,7 +241,12 @@ if want s3proxy; then
 fi
 
 # -- what the chart and the cluster pin ---------------------------------------------------
-for n in $ALL; do need_digest "$n"; done
+missing=""
+for n in $ALL; do need_digest "$n" || missing+=" $n"; done
+if [[ -n $missing ]]; then
+  log "not written: $OUT/values.yaml and images.env need every image; never built here:$missing"
+  exit 0
+fi
 {
   printf '# written by images/build.sh: every image by digest (helm install ... -f this file)\n'
   printf 'images:\n'
