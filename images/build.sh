@@ -44,6 +44,8 @@ done
 BUILDAH=(buildah --storage-driver overlay)
 RUNOPTS=(--runtime runc --ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
 mkdir -p "$OUT/sbom" "$OUT/ctx" "$WHEELS"
+exec 8>"$OUT/.lock"
+flock -n 8 || die 2 "another images/build.sh is running (lock $OUT/.lock)"
 bash stack/registry.sh up
 
 declare -A DIGEST=()
@@ -116,7 +118,7 @@ build_image() {
   fi
   log "$name: building ($tag)"
   local_ref="localhost/ragsweep/$name:$tag"
-  local -a args=(build "${RUNOPTS[@]}" --quiet --timestamp 0 --layers=false --tls-verify=false -f "$ctx/Containerfile" -t "$local_ref")
+  local -a args=(build "${RUNOPTS[@]}" --quiet --timestamp 0 --layers --tls-verify=false -f "$ctx/Containerfile" -t "$local_ref")
   [[ -n $target ]] && args+=(--target "$target")
   [[ -n ${DIGEST[base]:-} ]] && args+=(--build-arg "BASE=$(ref base)")
   [[ $name == worker || $name == scoring ]] && args+=(-v "$WHEELS:/wheels:ro")

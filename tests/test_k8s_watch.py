@@ -8,7 +8,7 @@ pytest.importorskip("kubernetes", reason="the kubernetes client is not installed
 
 from kubernetes import client as k
 
-from harness.sweep.k8s.watch import JobResult, _terminated, unschedulable
+from harness.sweep.k8s.watch import JobResult, _terminated, stuck, unschedulable
 
 
 def status(name: str, terminated: int | None = None, waiting: str | None = None) -> k.V1ContainerStatus:
@@ -66,3 +66,17 @@ def test_a_pod_no_node_can_ever_run_is_reported_with_the_schedulers_words() -> N
                                              "1 Preemption is not helpful for scheduling, 1 No preemption victims found")])
 def test_a_pod_waiting_for_room_is_waited_for(pod: k.V1Pod) -> None:
     assert unschedulable(pod) is None
+
+
+def waiting_pod(reason: str, message: str) -> k.V1Pod:
+    waiting = k.V1ContainerStatus(name="arm", image="x", image_id="", ready=False, restart_count=0,
+                                  state=k.V1ContainerState(waiting=k.V1ContainerStateWaiting(reason=reason,
+                                                                                             message=message)))
+    return k.V1Pod(metadata=k.V1ObjectMeta(name="arm-x-abc"),
+                   status=k.V1PodStatus(phase="Pending", container_statuses=[waiting]))
+
+
+def test_an_image_that_cannot_be_pulled_is_named() -> None:
+    pod = waiting_pod("ErrImagePull", "failed to pull and unpack image: not found")
+    assert stuck(pod) == ("ErrImagePull", "container arm: failed to pull and unpack image: not found")
+    assert stuck(waiting_pod("ContainerCreating", "")) is None

@@ -33,7 +33,7 @@ from harness.sweep.catalogue import Arm, config_hash
 from harness.sweep.executor import ArmOutcome, SweepReport, default_sweep_id, measurement_identity, state_identity
 from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings
 from harness.sweep.k8s.submit import RetryPolicy, call_api, create_job, delete_job
-from harness.sweep.k8s.watch import JobResult, JobWatcher, WatchTimeout
+from harness.sweep.k8s.watch import STUCK_REASONS, JobResult, JobWatcher, WatchTimeout
 from harness.sweep.storage import ArtefactStore, incomplete_reason, is_complete, publish_failure, read_failure
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
@@ -100,8 +100,9 @@ class K8sExecutor:
             publish_failure(self.store, sweep_id, run.arm, run.digest, message)
             return ArmOutcome(run.arm, "failed", seconds, message)
         message = result.describe()
-        if result.reason == "Unschedulable":
-            # No node can ever run it (e.g. a GPU arm on a GPU-less cluster): named, not waited on.
+        if result.reason == "Unschedulable" or result.reason in STUCK_REASONS:
+            # No node can ever run it (e.g. a GPU arm on a GPU-less cluster), or its image cannot
+            # be pulled: named at once, its Job deleted, not waited on until the deadline.
             delete_job(self.batch, self.namespace, result.name, self.policy)
             message = f"not run: {message}"
             publish_failure(self.store, sweep_id, run.arm, run.digest, message)

@@ -80,6 +80,24 @@ def unschedulable(pod: Any) -> str | None:
     return None
 
 
+# A container that cannot even start, for a reason no retry of the pod fixes: the image
+# reference is wrong or unreachable, or the pod references a Secret/ConfigMap that is absent.
+# The kubelet keeps such a pod Pending forever (backing off), so the Job would never fail.
+STUCK_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError")
+
+
+def stuck(pod: Any) -> tuple[str, str] | None:
+    """(reason, message) of the first container of ``pod`` that cannot start, else None."""
+    status = getattr(pod, "status", None)
+    if status is None or status.phase != "Pending":
+        return None
+    for cs in (status.init_container_statuses or []) + (status.container_statuses or []):
+        waiting = cs.state.waiting if cs.state else None
+        if waiting is not None and waiting.reason in STUCK_REASONS:
+            return waiting.reason, f"container {cs.name}: {(waiting.message or waiting.reason).strip()}"
+    return None
+
+
 def finished_condition(job: Any) -> tuple[bool, str, str] | None:
     """(succeeded, reason, message) once the Job is Complete or Failed; None while it runs."""
     conditions = job.status.conditions if job.status and job.status.conditions else []
@@ -170,16 +188,24 @@ class JobWatcher:
         return JobResult(job.metadata.name, True, reason, message) if succeeded else self._failure(job, reason, message)
 
     def _never_scheduled(self, pending: set[str]) -> list[JobResult]:
-        """Jobs whose pod no node of the cluster can run (e.g. a GPU arm on a GPU-less cluster)."""
+        """Jobs whose pod no node of the cluster can run (e.g. a GPU arm on a GPU-less cluster)
+        or whose container can never start (its image cannot be pulled)."""
         pods = call_api(lambda: self.core.list_namespaced_pod(self.namespace, label_selector=self.selector),
                         f"list pods {self.selector}", self.policy).items
         results = []
         for pod in pods:
             job = (pod.metadata.labels or {}).get(JOB_NAME_LABEL)
-            message = unschedulable(pod) if job in pending else None
-            if job and message:
+            if job not in pending:
+                continue
+            message = unschedulable(pod)
+            cannot_start = stuck(pod)
+            if message:
                 pending.discard(job)
                 results.append(JobResult(job, False, "Unschedulable", message, 0, None, pod.metadata.name, "Pending"))
+            elif cannot_start:
+                pending.discard(job)
+                results.append(JobResult(job, False, cannot_start[0], cannot_start[1], 0, None, pod.metadata.name,
+                                         "Pending"))
         return results
 
     def wait(self, names: Iterable[str]) -> list[JobResult]:

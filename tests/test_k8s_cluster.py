@@ -1,0 +1,307 @@
+"""The chart and the launcher on a real single-node cluster: pods in containers.
+
+What is real: everything. The control plane of the kwok test bed, plus a node (containerd +
+runc, the bridge CNI plugin, kubelet and kube-proxy built from k8s.io/kubernetes), CoreDNS,
+local volumes; the images are the ones `make images` built and pushed to the loopback
+registry, pulled by digest. The release is `helm install` of charts/ragsweep into an ephemeral
+namespace under Pod Security "restricted"; its injector ingests a small synthetic corpus through
+the Celery workers into the release's OpenSearch and PostgreSQL; the arms run as Jobs.
+
+Faults are made for real: a running arm container's process is killed with SIGKILL on the
+node, an arm runs with a memory limit too small for it (the kernel's OOM killer ends it), the
+object store's pod is deleted while arms publish, and an arm's image digest does not exist.
+
+`make test-k8s` runs this file. Everywhere else it skips with one line saying what is missing
+(the node's binaries, the images, or RAGSWEEP_K8S_CLUSTER=0).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("kubernetes", reason="the kubernetes client is not installed")
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.cluster]
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(os.environ.get("RAGSWEEP_K8S_BIN") or ROOT / "var" / "tools" / "bin")
+CLUSTER_DIR = Path(os.environ.get("RAGSWEEP_CLUSTER_DIR") or ROOT / "var" / "cluster")
+IMAGES = Path(os.environ.get("RAGSWEEP_IMAGES_DIR") or ROOT / "var" / "images")
+KUBECONFIG = CLUSTER_DIR / "kubeconfig"
+NODE_BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy",
+                 "registry", "helm")
+RAGSWEEP = Path(sys.executable).with_name("ragsweep")
+RELEASE = "ragsweep"
+
+
+def _missing() -> list[str]:
+    missing = [f"{b} (make k8s-apiserver-tools)" for b in NODE_BINARIES if not os.access(BIN / b, os.X_OK)]
+    if not (IMAGES / "values.yaml").is_file():
+        missing.append("the images (make images)")
+    for tool in ("containerd", "runc", "ctr", "kubectl"):
+        if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode != 0:
+            missing.append(f"{tool} (apt-get install containerd runc kubernetes-client)")
+    if os.geteuid() != 0:
+        missing.append("root (the node runs containers)")
+    return missing
+
+
+def kubectl(*args: str, check: bool = True, timeout: float = 120) -> str:
+    done = subprocess.run(["kubectl", "--kubeconfig", str(KUBECONFIG), *args], capture_output=True, text=True,
+                          timeout=timeout)
+    if check and done.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Path]:
+    """The single-node cluster, started here unless it already runs (then left running)."""
+    if os.environ.get("RAGSWEEP_K8S_CLUSTER") == "0":
+        pytest.skip("RAGSWEEP_K8S_CLUSTER=0")
+    missing = _missing()
+    if missing:
+        pytest.skip(f"no single-node cluster: missing {', '.join(missing)}; `make test-k8s` builds and runs it")
+    started = time.monotonic()
+    up = subprocess.run(["bash", str(ROOT / "stack" / "k8s" / "cluster.sh"), "up"], cwd=ROOT, capture_output=True,
+                        text=True, timeout=900)
+    if up.returncode != 0:
+        pytest.fail(f"stack/k8s/cluster.sh up failed (exit {up.returncode}):\n{up.stderr[-3000:]}")
+    print(f"\ncluster up in {time.monotonic() - started:.0f}s", file=sys.stderr)
+    yield KUBECONFIG
+
+
+@dataclass
+class Release:
+    namespace: str
+    core: Any
+    batch: Any
+    endpoint: str
+    store_url: str
+    corpora: Path
+
+
+def _small_corpus(tmp: Path) -> Path:
+    """A 12-meeting synthetic selection: an injector run of a minute, arms of seconds."""
+    full, selected = tmp / "full", tmp / "corpus"
+    subprocess.run([str(RAGSWEEP), "synth", "generate", "--seed", "7", "--meetings", "60", "--out", str(full)],
+                   check=True, cwd=ROOT, capture_output=True, timeout=600)
+    subprocess.run([str(RAGSWEEP), "synth", "select", "--from", str(full), "--budget", "12", "--out", str(selected)],
+                   check=True, cwd=ROOT, capture_output=True, timeout=600)
+    return selected
+
+
+@pytest.fixture(scope="module")
+def release(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
+    """charts/ragsweep installed into an ephemeral restricted namespace, the corpus injected."""
+    from kubernetes import client as k
+    from kubernetes import config
+
+    tmp = tmp_path_factory.mktemp("k8s-cluster")
+    corpora = _small_corpus(tmp)
+    namespace = f"ragsweep-test-{uuid.uuid4().hex[:6]}"
+    expires = int(time.time()) + 4 * 3600
+    manifest = (ROOT / "manifests" / "ci-namespace.yaml").read_text().replace("${NAMESPACE}", namespace) \
+        .replace("${EXPIRES_AT}", str(expires)).replace("${PIPELINE}", "pytest")
+    subprocess.run(["kubectl", "--kubeconfig", str(cluster), "apply", "-f", "-"], input=manifest, text=True,
+                   check=True, capture_output=True)
+    helm = [str(BIN / "helm"), "--kubeconfig", str(cluster)]
+    try:
+        install = subprocess.run([*helm, "install", RELEASE, str(ROOT / "charts" / "ragsweep"), "-n", namespace,
+                                  "-f", str(ROOT / "charts" / "ragsweep" / "ci" / "single-node-values.yaml"),
+                                  "-f", str(IMAGES / "values.yaml"), "--set", "tests.enabled=false",
+                                  "--wait", "--timeout", "15m"], capture_output=True, text=True, timeout=1000)
+        assert install.returncode == 0, f"helm install: {install.stderr[-2000:]}\n{kubectl('-n', namespace, 'get', 'pods', '-o', 'wide', check=False)}"
+        config.load_kube_config(str(cluster))
+        core, batch = k.CoreV1Api(), k.BatchV1Api()
+        port = 19100 + os.getpid() % 800
+        forward = subprocess.Popen(["kubectl", "--kubeconfig", str(cluster), "-n", namespace, "port-forward",
+                                    f"svc/{RELEASE}-object-store", f"{port}:9000"], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        secret = core.read_namespaced_secret(f"{RELEASE}-object-store", namespace).data
+        os.environ["AWS_ACCESS_KEY_ID"] = base64.b64decode(secret["access-key-id"]).decode()
+        os.environ["AWS_SECRET_ACCESS_KEY"] = base64.b64decode(secret["secret-access-key"]).decode()
+        os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+        endpoint = f"http://127.0.0.1:{port}"
+        time.sleep(2)
+        staging = tmp / "staging"
+        (staging).mkdir()
+        subprocess.run(["cp", "-r", str(corpora), str(staging / "synthetic")], check=True)
+        subprocess.run([sys.executable, "-m", "harness.sweep.k8s.sync", "push", "--store", "s3://ragsweep",
+                        "--s3-endpoint", endpoint, "--from", str(staging), "--key", "corpora/corpora.tar.gz"],
+                       check=True, cwd=ROOT, capture_output=True, timeout=300)
+        kubectl("-n", namespace, "wait", "--for=condition=complete", "job", "-l",
+                f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=injector", "--timeout=1200s",
+                timeout=1300)
+        yield Release(namespace, core, batch, endpoint, "s3://ragsweep", corpora)
+    finally:
+        if "forward" in locals():
+            forward.terminate()
+        if os.environ.get("RAGSWEEP_K8S_KEEP") != "1":
+            subprocess.run([*helm, "uninstall", RELEASE, "-n", namespace, "--wait", "--timeout", "5m"],
+                           capture_output=True, timeout=400)
+            kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=300s", check=False, timeout=400)
+            subprocess.run(["bash", str(ROOT / "stack" / "k8s" / "cluster.sh"), "recycle"], capture_output=True,
+                           timeout=120)
+
+
+def executor(release: Release, tmp: Path, **changes: Any) -> Any:
+    """The launcher as `ragsweep sweep run --executor k8s` builds it (the release's settings and
+    the state its injector built), with settings changed as a test asks."""
+    from harness.sweep.executor import open_store
+    from harness.sweep.k8s.executor import K8sExecutor, read_settings, state_json_key
+
+    settings = read_settings(release.core, release.namespace, f"{RELEASE}-launcher")
+    if changes:
+        settings = settings.model_copy(update=changes)
+    store = open_store(settings.store, release.endpoint)
+    state = tmp / "state"
+    state.mkdir(exist_ok=True)
+    (state / "state.json").write_bytes(store.get_bytes(state_json_key(settings)))
+    return K8sExecutor(settings, release.namespace, release.batch, release.core, store, state, timeout_s=1800)
+
+
+def test_every_pod_runs_in_a_container_from_a_pinned_digest(release: Release) -> None:
+    pods = json.loads(kubectl("-n", release.namespace, "get", "pods", "-o", "json"))["items"]
+    services = {p["metadata"]["labels"].get("app.kubernetes.io/component") for p in pods
+                if p["status"]["phase"] == "Running"}
+    assert {"opensearch", "postgresql", "redis", "object-store", "worker-embedding", "worker-cpu"} <= services
+    for pod in pods:
+        for status in pod["status"].get("containerStatuses", []) + pod["status"].get("initContainerStatuses", []):
+            assert "@sha256:" in status["image"] or status["imageID"].split("@")[-1].startswith("sha256:")
+        for container in pod["spec"]["containers"] + pod["spec"].get("initContainers", []):
+            assert "@sha256:" in container["image"], (pod["metadata"]["name"], container["image"])
+            assert container["securityContext"]["readOnlyRootFilesystem"] is True
+            assert container["securityContext"]["runAsNonRoot"] is True
+
+
+def _ctr_pid(namespace: str, pod: str, container: str) -> int:
+    """The host pid of a running container's main process (containerd's view, on the node)."""
+    status = json.loads(kubectl("-n", namespace, "get", "pod", pod, "-o", "json"))["status"]
+    cid = next(s["containerID"] for s in status["containerStatuses"] if s["name"] == container)
+    cid = cid.split("://", 1)[1]
+    out = subprocess.run(["ctr", "--address", str(CLUSTER_DIR / "containerd" / "containerd.sock"), "-n", "k8s.io",
+                          "tasks", "ls"], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines()[1:]:
+        task, pid, *_ = line.split()
+        if task == cid:
+            return int(pid)
+    raise AssertionError(f"no task for container {cid}")
+
+
+def _arm_pod(release: Release, arm: str, phase: str = "Running", timeout: float = 300) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pods = release.core.list_namespaced_pod(release.namespace, label_selector=f"ragsweep.io/arm={arm}").items
+        for pod in pods:
+            if pod.status.phase == phase and all(s.ready for s in pod.status.container_statuses or []):
+                return str(pod.metadata.name)
+        time.sleep(1)
+    raise AssertionError(f"no {phase} pod of arm {arm} within {timeout}s")
+
+
+def test_an_arm_whose_container_is_killed_retries_and_publishes_once(release: Release, tmp_path: Path) -> None:
+    from harness.sweep.catalogue import CATALOGUE
+
+    arm = CATALOGUE.family("fusion").arm("rrf-60")
+    launcher = executor(release, tmp_path)
+    sweep_id = f"kill-{uuid.uuid4().hex[:6]}"
+    import threading
+
+    result: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: result.setdefault("report", launcher.run([arm], sweep_id)))
+    worker.start()
+    pod = _arm_pod(release, arm.name)
+    pid = _ctr_pid(release.namespace, pod, "arm")
+    os.kill(pid, signal.SIGKILL)
+    print(f"\nkilled pid {pid} (container arm of pod {pod})", file=sys.stderr)
+    worker.join(timeout=1200)
+    report = result["report"]
+    outcome = report.outcomes[0]
+    assert outcome.status == "published", outcome.message
+    pods = release.core.list_namespaced_pod(release.namespace, label_selector=f"ragsweep.io/arm={arm.name}").items
+    phases = sorted(p.status.phase for p in pods)
+    print(f"pods of {arm.name}: {phases}", file=sys.stderr)
+    assert "Failed" in phases and "Succeeded" in phases
+    again = launcher.run([arm], sweep_id)
+    assert [o.status for o in again.outcomes] == ["skipped"]
+
+
+def test_an_arm_over_its_memory_limit_is_reported_oomkilled(release: Release, tmp_path: Path) -> None:
+    from harness.sweep.catalogue import CATALOGUE
+
+    arm = CATALOGUE.family("fusion").arm("norm-minmax-arith")
+    launcher = executor(release, tmp_path)
+    small = launcher.settings.arm.model_copy(update={"resources": launcher.settings.arm.resources.model_copy(
+        update={"limits": {"cpu": "1", "memory": "300Mi"}, "requests": {"cpu": "100m", "memory": "300Mi"}})})
+    launcher = executor(release, tmp_path, arm=small)
+    report = launcher.run([arm], f"oom-{uuid.uuid4().hex[:6]}")
+    outcome = report.outcomes[0]
+    print(f"\n{arm.name}: {outcome.message}", file=sys.stderr)
+    assert outcome.status == "failed"
+    assert "OOMKilled" in outcome.message
+
+
+def test_a_missing_image_digest_fails_fast_with_errimagepull(release: Release, tmp_path: Path) -> None:
+    from harness.sweep.catalogue import CATALOGUE
+
+    arm = CATALOGUE.family("fusion").arm("norm-l2-arith")
+    launcher = executor(release, tmp_path)
+    image = launcher.settings.images.cpu.split("@")[0] + "@sha256:" + "0" * 64
+    launcher = executor(release, tmp_path, images=launcher.settings.images.model_copy(update={"cpu": image}))
+    started = time.monotonic()
+    report = launcher.run([arm], f"pull-{uuid.uuid4().hex[:6]}")
+    seconds = time.monotonic() - started
+    outcome = report.outcomes[0]
+    print(f"\n{arm.name} after {seconds:.0f}s: {outcome.message}", file=sys.stderr)
+    assert outcome.status == "failed"
+    assert "ErrImagePull" in outcome.message or "ImagePullBackOff" in outcome.message
+    assert seconds < 180
+
+
+def test_the_object_store_pod_deleted_mid_sweep_leaves_nothing_half_written(release: Release, tmp_path: Path) -> None:
+    from harness.sweep.catalogue import CATALOGUE
+    from harness.sweep.storage import incomplete_reason
+
+    family = CATALOGUE.family("fusion")
+    arms = [family.arm(n) for n in ("rrf-30-default", "rrf-30-explicit", "norm-zscore-arith")]
+    launcher = executor(release, tmp_path)
+    sweep_id = f"s3-{uuid.uuid4().hex[:6]}"
+    import threading
+
+    result: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: result.setdefault("report", launcher.run(arms, sweep_id)))
+    worker.start()
+    _arm_pod(release, arms[0].name)
+    kubectl("-n", release.namespace, "delete", "pod", f"{RELEASE}-object-store-0", "--wait=false")
+    print("\nobject store pod deleted", file=sys.stderr)
+    worker.join(timeout=1800)
+    report = result["report"]
+    for outcome in report.outcomes:
+        print(f"  {outcome.arm.name}: {outcome.status} {outcome.message[:200]}", file=sys.stderr)
+    kubectl("-n", release.namespace, "wait", "--for=condition=Ready", f"pod/{RELEASE}-object-store-0",
+            "--timeout=300s", timeout=320)
+    # Nothing half-written: an arm is complete with every artefact's checksum, or not complete at all.
+    from harness.sweep.catalogue import config_hash
+    from harness.sweep.executor import measurement_identity
+
+    for outcome in report.outcomes:
+        digest = config_hash(outcome.arm, measurement_identity(launcher.state, outcome.arm, None,
+                                                               launcher.settings.backend))
+        reason = incomplete_reason(launcher.store, sweep_id, outcome.arm, digest)
+        assert (reason is None) == (outcome.status == "published"), (outcome.arm.name, reason, outcome.message)
+    rerun = launcher.run(arms, sweep_id)
+    assert all(o.status in ("skipped", "published") for o in rerun.outcomes), [o.message for o in rerun.outcomes]
