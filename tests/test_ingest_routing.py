@@ -23,6 +23,7 @@ from harness.index.ingest.messages import DEFAULT_QUEUES
 
 REPO = Path(__file__).resolve().parents[1]
 CELERY_SH = REPO / "stack" / "celery.sh"
+WORKERS_YAML = REPO / "charts" / "ragsweep" / "templates" / "workers.yaml"
 CHUNKERS = {"meeting_documents", "chunk_meeting", "split_words_into_sentences"}
 
 
@@ -102,6 +103,13 @@ def test_workers_run_the_projects_python_on_the_task_module() -> None:
     assert '"$REPO_ROOT/.venv/bin/python"' in script
     assert re.search(r'CELERY_APP=harness\.index\.ingest\.tasks\b', script)
     assert "-m celery -A \"$CELERY_APP\" worker" in script and "--pool solo" in script
+
+
+def test_the_charts_workers_run_the_app_module_the_stack_runs() -> None:
+    # the chart once named harness.store.tasks, a module that never existed
+    apps = set(re.findall(r"celery,? -A,? ([\w.]+)", WORKERS_YAML.read_text(encoding="utf-8")))
+    assert apps == {tasks.__name__} == {"harness.index.ingest.tasks"}, apps
+    assert re.search(rf"CELERY_APP={re.escape(tasks.__name__)}\n", CELERY_SH.read_text(encoding="utf-8"))
 
 
 def test_celery_beat_is_never_configured_or_started() -> None:
