@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.commands.bench import config_from_args
     from harness.commands.bench import register as register_bench
     from harness.index.embed import SentenceTransformerEmbedder
-    from harness.index.state import State
     from harness.report.bench import run_bench
+    from harness.state import State
     from harness.sweep.catalogue import Arm, arm_argv, config_hash
     from harness.sweep.executor import measurement_identity, open_store
     from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES, is_complete, publish_arm, publish_failure

@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 stack_defaults
 CELERY_ROOT="$STACK_DIR/celery"
-CELERY_APP=harness.index.tasks
+CELERY_APP=harness.index.ingest.tasks
 # One worker per queue; RAGSWEEP_CELERY_QUEUES picks which of them run (default both).
 CELERY_QUEUES="${RAGSWEEP_CELERY_QUEUES:-embedding,cpu}"
 

@@ -24,8 +24,9 @@ from harness.answers import (
 )
 from harness.answers.results import AnswerSettings
 from harness.errors import IntegrityError
-from harness.index.state import State, build_state
 from harness.model import Corpus, Query
+from harness.state import State
+from harness.state.build import build_state
 from harness.store import PeriodFiles, SpeakerSessions, SqliteStore
 from harness.synthetic.adapter import read_synthetic
 from harness.synthetic.folders import write_files

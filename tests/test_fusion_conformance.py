@@ -27,10 +27,11 @@ import pytest
 
 from harness.cli import main
 from harness.index.backend import DocRecord
-from harness.index.opensearch import URL_ENV, OpenSearchBackend, OpenSearchClient
-from harness.index.state import State
+from harness.index.opensearch.backend import OpenSearchBackend
+from harness.index.opensearch.client import URL_ENV, OpenSearchClient
 from harness.retrieval.fusion import FusionConfig, parse_fusion_args
 from harness.retrieval.server_fusion import ServerFusionRetriever, client_fused, tie_order
+from harness.state import State
 
 pytestmark = pytest.mark.integration
 

@@ -28,7 +28,19 @@ from typing import Any
 import pytest
 
 from harness.commands.corpus import read_corpus
-from harness.index import ingest
+from harness.index.ingest.coordinator import CODE_DIGEST, finish_reindex, run_eager
+from harness.index.ingest.ledger import RedisLedger
+from harness.index.ingest.messages import (
+    DEFAULT_QUEUES,
+    PG_DSN_ENV,
+    PG_SCHEMA_ENV,
+    ReindexRequest,
+    ReindexRun,
+    SinkSpec,
+    StoreSpec,
+    with_queues,
+)
+from harness.index.ingest.sinks import ShardSink
 from harness.index.sentences import SPLITTER_IDENTITY
 from harness.store import PostgresStore, SqliteStore
 from tests.test_ingest_eager import HashEmbedder, meeting
@@ -51,7 +63,7 @@ def celery_tasks() -> Any:
     if not os.environ.get("RAGSWEEP_REDIS_URL"):
         _unavailable("RAGSWEEP_REDIS_URL is unset: the local stack is not up (run `make stack-up`)")
     try:
-        from harness.index import tasks
+        from harness.index.ingest import tasks
     except ImportError as e:
         _unavailable(f"celery is not installed ({e}): pip install 'celery[redis]>=5.3,<6'")
     return tasks
@@ -63,11 +75,11 @@ def stack_workers(celery_tasks: Any) -> dict[str, dict[str, Any]]:
     started = subprocess.run(["bash", str(REPO / "stack" / "celery.sh"), "start"], capture_output=True,
                              text=True, timeout=180)
     assert started.returncode == 0, started.stdout + started.stderr
-    identities: dict[str, dict[str, Any]] = celery_tasks.probe_queues(ingest.DEFAULT_QUEUES, timeout_s=60)
-    stale = {q: i["code_sha256"] for q, i in identities.items() if i["code_sha256"] != ingest.CODE_DIGEST}
+    identities: dict[str, dict[str, Any]] = celery_tasks.probe_queues(DEFAULT_QUEUES, timeout_s=60)
+    stale = {q: i["code_sha256"] for q, i in identities.items() if i["code_sha256"] != CODE_DIGEST}
     if stale:
         pytest.fail(f"workers on {sorted(stale)} run other code than this checkout ({stale} != "
-                    f"{ingest.CODE_DIGEST}); restart them: stack/celery.sh restart")
+                    f"{CODE_DIGEST}); restart them: stack/celery.sh restart")
     return identities
 
 
@@ -93,7 +105,7 @@ def test_workers_on_both_queues_chunk_with_the_hosts_splitter_and_code(
     assert set(stack_workers) == {"embedding", "cpu"}
     for queue, identity in stack_workers.items():
         assert identity["splitter"] == SPLITTER_IDENTITY, queue
-        assert identity["code_sha256"] == ingest.CODE_DIGEST, queue
+        assert identity["code_sha256"] == CODE_DIGEST, queue
         assert identity["prefix"] == sys.prefix, f"{queue} worker runs outside this venv"
     # two workers, one per queue (two processes)
     assert stack_workers["embedding"]["pid"] != stack_workers["cpu"]["pid"]
@@ -103,17 +115,17 @@ def test_eager_and_celery_build_identical_indexes(stack_workers: dict[str, dict[
                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.index.documents import EmbeddingTextMode
     from harness.index.embed import Embedder, SentenceTransformerEmbedder
-    from harness.index.state import build_state
+    from harness.state.build import build_state
 
     build: dict[EmbeddingTextMode, Embedder] = {"header": SentenceTransformerEmbedder(MODEL)}
     eager = build_state(tmp_path / "eager", [corpus], build, dispatch="eager")
     celery = build_state(tmp_path / "celery", [corpus], build, dispatch="celery")
     schema = f"t_ingest_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    monkeypatch.setenv(ingest.PG_SCHEMA_ENV, schema)
+    monkeypatch.setenv(PG_SCHEMA_ENV, schema)
     try:
         from_pg = build_state(tmp_path / "pg", [corpus], build, dispatch="celery", store_engine="postgres")
     finally:
-        PostgresStore.drop_schema(os.environ[ingest.PG_DSN_ENV], schema)
+        PostgresStore.drop_schema(os.environ[PG_DSN_ENV], schema)
 
     assert eager == celery == from_pg
     rows = _rows(tmp_path / "eager")
@@ -141,16 +153,16 @@ def test_eager_and_celery_build_identical_indexes(stack_workers: dict[str, dict[
 
 
 @pytest.fixture
-def orphaned(tmp_path: Path) -> tuple[ingest.ReindexRequest, ingest.ShardSink, list[str]]:
+def orphaned(tmp_path: Path) -> tuple[ReindexRequest, ShardSink, list[str]]:
     """The qmsum fixture in a store, and an index whose earlier run also held a file since deleted."""
     corpus = read_corpus("qmsum", FIXTURE, FIXTURE / "SOURCES.tsv")
     with SqliteStore.open(tmp_path / "store.sqlite") as store:
         store.inject(corpus.meetings)
-    sink = ingest.ShardSink(tmp_path / "shards")
+    sink = ShardSink(tmp_path / "shards")
     gone = meeting("deleted-since", [("Old", 0.0, 1.0, "this file left the store")])
     sink.write_file(gone.file_uuid, [], {}, {"earlier": True})
-    request = ingest.ReindexRequest(store=ingest.StoreSpec("sqlite", str(tmp_path / "store.sqlite")),
-                                    sink=ingest.SinkSpec("embedded", str(sink.root)), embedding={"header": MODEL})
+    request = ReindexRequest(store=StoreSpec("sqlite", str(tmp_path / "store.sqlite")),
+                                    sink=SinkSpec("embedded", str(sink.root)), embedding={"header": MODEL})
     return request, sink, [gone.file_uuid]
 
 
@@ -160,7 +172,7 @@ def private_worker(celery_tasks: Any, tmp_path: Path) -> Iterator[tuple[subproce
     queues = {"embedding": f"t_embedding_{token}", "cpu": f"t_cpu_{token}"}
     log = (tmp_path / "worker.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "harness.index.tasks", "worker", "-Q", ",".join(queues.values()),
+        [sys.executable, "-m", "celery", "-A", "harness.index.ingest.tasks", "worker", "-Q", ",".join(queues.values()),
          "--pool", "solo", "--concurrency", "1", "--hostname", f"t-{token}@%h", "--without-mingle",
          "--without-gossip", "--loglevel", "INFO"],
         cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
@@ -173,40 +185,40 @@ def private_worker(celery_tasks: Any, tmp_path: Path) -> Iterator[tuple[subproce
             proc.kill()
         proc.wait(timeout=30)
         log.close()
-        client = ingest.RedisLedger.from_url(os.environ["RAGSWEEP_REDIS_URL"]).client
+        client = RedisLedger.from_url(os.environ["RAGSWEEP_REDIS_URL"]).client
         # the private queues and kombu's bindings for them (run keys expire by their TTLs)
         for key in [*queues.values(), *client.scan_iter(f"_kombu.binding*{token}*")]:
             client.delete(key)
 
 
-def _contrast(request: ingest.ReindexRequest, sink: ingest.ShardSink, gone: list[str]) -> None:
+def _contrast(request: ReindexRequest, sink: ShardSink, gone: list[str]) -> None:
     """The same index, reindexed completely: now the sweep runs and the orphan goes."""
-    ledger = ingest.RedisLedger.from_url(os.environ["RAGSWEEP_REDIS_URL"])
+    ledger = RedisLedger.from_url(os.environ["RAGSWEEP_REDIS_URL"])
     hashed = {**request.to_dict(), "embedding": {"header": "object:hash-embedder@1"}}
-    report = ingest.run_eager(ingest.ReindexRequest.from_dict(hashed), {"header": HashEmbedder()}, ledger=ledger)
+    report = run_eager(ReindexRequest.from_dict(hashed), {"header": HashEmbedder()}, ledger=ledger)
     assert report.sweep.ran and list(report.sweep.orphans) == gone
     assert sink.files() == set(report.snapshot)
 
 
 def test_a_worker_killed_mid_reindex_leaves_the_sweep_declined(
         celery_tasks: Any, private_worker: tuple[subprocess.Popen[bytes], dict[str, str]],
-        orphaned: tuple[ingest.ReindexRequest, ingest.ShardSink, list[str]]) -> None:
+        orphaned: tuple[ReindexRequest, ShardSink, list[str]]) -> None:
     proc, queues = private_worker
     request, sink, gone = orphaned
-    request = ingest.with_queues(request, queues)
-    ledger = ingest.RedisLedger.from_url(os.environ["RAGSWEEP_REDIS_URL"])
+    request = with_queues(request, queues)
+    ledger = RedisLedger.from_url(os.environ["RAGSWEEP_REDIS_URL"])
 
     handle = celery_tasks.reindex.apply_async((request.to_dict(),), queue=queues["cpu"]).get(timeout=60)
     proc.kill()                                  # SIGKILL: the worker is loading the model for file 1
     proc.wait(timeout=30)
-    run = ingest.ReindexRun.from_dict(handle["run"])
+    run = ReindexRun.from_dict(handle["run"])
     assert len(run.snapshot) == 4 and ledger.holder(run.target) == run.run_id
     assert ledger.snapshot(run.run_id) == run.snapshot
     recorded = ledger.outcomes(run.run_id)
     assert len(recorded) < 4, "the kill came after every file was indexed; nothing was interrupted"
 
     # nobody will finish this run: the host does, and the tally is short
-    report = ingest.finish_reindex(run, ledger)
+    report = finish_reindex(run, ledger)
     assert not report.sweep.ran and report.sweep.unaccounted == 4 - len(recorded)
     assert report.sweep.orphans == () and report.sweep.documents_deleted == 0
     assert set(gone) <= sink.files()             # the orphan (and everything else) survived
@@ -216,16 +228,16 @@ def test_a_worker_killed_mid_reindex_leaves_the_sweep_declined(
 
 def test_a_completion_that_never_comes_times_out_into_a_declined_sweep(
         celery_tasks: Any, private_worker: tuple[subprocess.Popen[bytes], dict[str, str]],
-        orphaned: tuple[ingest.ReindexRequest, ingest.ShardSink, list[str]]) -> None:
+        orphaned: tuple[ReindexRequest, ShardSink, list[str]]) -> None:
     _proc, queues = private_worker
     request, sink, gone = orphaned
     # the coordinator runs, but index_file goes to a queue no worker serves
-    request = ingest.with_queues(request, {"cpu": queues["cpu"], "embedding": f"{queues['embedding']}_nobody"})
+    request = with_queues(request, {"cpu": queues["cpu"], "embedding": f"{queues['embedding']}_nobody"})
     started = time.monotonic()
     try:
         report = celery_tasks.dispatch_reindex(request, stall_timeout_s=3.0)
     finally:
-        ingest.RedisLedger.from_url(os.environ["RAGSWEEP_REDIS_URL"]).client.delete(
+        RedisLedger.from_url(os.environ["RAGSWEEP_REDIS_URL"]).client.delete(
             f"{queues['embedding']}_nobody")
     assert time.monotonic() - started < 60
     assert not report.sweep.ran and report.sweep.unaccounted == 4 and report.results == ()

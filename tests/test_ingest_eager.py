@@ -18,12 +18,16 @@ import pytest
 
 from harness.commands.corpus import read_corpus
 from harness.errors import IntegrityError, RefusedError
-from harness.index import ingest
 from harness.index.chunking import ChunkingPolicy
 from harness.index.documents import meeting_documents
+from harness.index.ingest.assemble import assemble_embedded_index
+from harness.index.ingest.coordinator import check_report, meeting_from_segments, run_eager
+from harness.index.ingest.ledger import MemoryLedger
+from harness.index.ingest.messages import ReindexReport, ReindexRequest, SinkSpec, StoreSpec, SweepReport
+from harness.index.ingest.sinks import ShardSink
 from harness.index.sentences import SPLITTER_IDENTITY
-from harness.index.state import build_state
 from harness.model import Meeting, Turn, file_uuid_for, word_count
+from harness.state.build import build_state
 from harness.store import Segment, SqliteStore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qmsum"
@@ -67,9 +71,9 @@ TIES = meeting("ties", [
 ])
 
 
-def _request(tmp_path: Path, store_file: Path, **changes: Any) -> ingest.ReindexRequest:
-    request = ingest.ReindexRequest(store=ingest.StoreSpec("sqlite", str(store_file)),
-                                    sink=ingest.SinkSpec("embedded", str(tmp_path / "shards")),
+def _request(tmp_path: Path, store_file: Path, **changes: Any) -> ReindexRequest:
+    request = ReindexRequest(store=StoreSpec("sqlite", str(store_file)),
+                                    sink=SinkSpec("embedded", str(tmp_path / "shards")),
                                     embedding={"header": "object:hash-embedder@1"})
     return replace(request, **changes)
 
@@ -85,9 +89,9 @@ def _store(tmp_path: Path, *meetings: Meeting) -> Path:
 
 
 def test_index_file_chunks_the_stores_segments_in_their_total_order(tmp_path: Path) -> None:
-    report = ingest.run_eager(_request(tmp_path, _store(tmp_path, TIES)), {"header": HashEmbedder()})
+    report = run_eager(_request(tmp_path, _store(tmp_path, TIES)), {"header": HashEmbedder()})
     assert report.sweep.ran and report.indexed == [TIES.file_uuid]
-    docs, vectors, meta = ingest.ShardSink(tmp_path / "shards").read(TIES.file_uuid)
+    docs, vectors, meta = ShardSink(tmp_path / "shards").read(TIES.file_uuid)
     chunks = [d for d in docs if d.doc_type == "chunk"]
     # chronological (start, end, id): turn 4, the backchannel 1 before the utterance 0 it
     # overlaps, then Carol before Bob (same span, lower id); no two neighbours share a speaker
@@ -109,8 +113,8 @@ def test_index_file_chunks_the_stores_segments_in_their_total_order(tmp_path: Pa
 def test_a_long_monologue_is_cut_by_the_pinned_splitter_in_the_task(tmp_path: Path) -> None:
     sentence = "This is one plain sentence of eight words."
     monologue = meeting("mono", [("Dana", 0.0, 300.0, " ".join([sentence] * 30))])   # 240 words
-    ingest.run_eager(_request(tmp_path, _store(tmp_path, monologue), max_words=100), {"header": HashEmbedder()})
-    docs, _, meta = ingest.ShardSink(tmp_path / "shards").read(monologue.file_uuid)
+    run_eager(_request(tmp_path, _store(tmp_path, monologue), max_words=100), {"header": HashEmbedder()})
+    docs, _, meta = ShardSink(tmp_path / "shards").read(monologue.file_uuid)
     chunks = [d for d in docs if d.doc_type == "chunk"]
     # whole sentences packed up to 100 words: 12 sentences (96 words), 12, then 6 (48)
     assert [len(c.content.split()) for c in chunks] == [96, 96, 48]
@@ -119,27 +123,27 @@ def test_a_long_monologue_is_cut_by_the_pinned_splitter_in_the_task(tmp_path: Pa
 
 def test_a_file_that_fails_is_recorded_failed_and_the_others_are_indexed(tmp_path: Path) -> None:
     good, bad = meeting("good", [("A", 0.0, 1.0, "fine")]), meeting("bad", [("B", 0.0, 1.0, "EXPLODE now")])
-    report = ingest.run_eager(_request(tmp_path, _store(tmp_path, good, bad)), {"header": HashEmbedder()})
+    report = run_eager(_request(tmp_path, _store(tmp_path, good, bad)), {"header": HashEmbedder()})
     assert report.indexed == [good.file_uuid] and report.failed == [bad.file_uuid]
     failed = next(r for r in report.results if r["status"] == "failed")
     assert failed["error"] == "RuntimeError: the embedder refused this text"
     assert report.sweep.ran                     # indexed + failed accounts for both files
-    assert ingest.ShardSink(tmp_path / "shards").files() == {good.file_uuid}
+    assert ShardSink(tmp_path / "shards").files() == {good.file_uuid}
 
 
 def test_a_file_without_segments_is_indexed_with_no_documents(tmp_path: Path) -> None:
     empty = meeting("empty", [])
-    report = ingest.run_eager(_request(tmp_path, _store(tmp_path, empty)), {"header": HashEmbedder()})
+    report = run_eager(_request(tmp_path, _store(tmp_path, empty)), {"header": HashEmbedder()})
     assert report.indexed == [empty.file_uuid] and report.results[0]["documents"] == 0
-    docs, vectors, _ = ingest.ShardSink(tmp_path / "shards").read(empty.file_uuid)
+    docs, vectors, _ = ShardSink(tmp_path / "shards").read(empty.file_uuid)
     assert docs == [] and vectors["header"].shape == (0, 8)
 
 
 def test_the_snapshot_refuses_files_the_store_does_not_hold(tmp_path: Path) -> None:
-    ledger = ingest.MemoryLedger()
+    ledger = MemoryLedger()
     request = _request(tmp_path, _store(tmp_path, TIES), files=(TIES.file_uuid, "not-there"))
     with pytest.raises(Exception, match="not in the store"):
-        ingest.run_eager(request, {"header": HashEmbedder()}, ledger=ledger)
+        run_eager(request, {"header": HashEmbedder()}, ledger=ledger)
     assert ledger.locks == {}                   # the lock does not outlive a refused start
 
 
@@ -151,18 +155,18 @@ def test_store_and_chunker_orders_must_agree() -> None:
                        end_time=end, text="x", words=1)
 
     ordered = [seg(1, 0, 5.0, 6.0), seg(2, 1, 5.0, 6.0)]
-    assert [t.index for t in ingest.meeting_from_segments(header, ordered).turns] == [0, 1]
+    assert [t.index for t in meeting_from_segments(header, ordered).turns] == [0, 1]
     # ids that do not ascend in turn order: the store reads 1 before 0, the chunker 0 before 1
     swapped = [seg(1, 1, 5.0, 6.0), seg(2, 0, 5.0, 6.0)]
     with pytest.raises(IntegrityError, match="order differs"):
-        ingest.meeting_from_segments(header, swapped)
+        meeting_from_segments(header, swapped)
 
 
 # -- the shard sink -------------------------------------------------------------------------
 
 
 def test_shard_sink_replaces_a_file_whole_and_deletes_by_file(tmp_path: Path) -> None:
-    sink = ingest.ShardSink(tmp_path / "shards")
+    sink = ShardSink(tmp_path / "shards")
     docs = meeting_documents(TIES, ChunkingPolicy())
     first = sink.write_file(TIES.file_uuid, docs, {"header": np.zeros((len(docs), 2), np.float32)}, {"p": 1})
     second = sink.write_file(TIES.file_uuid, docs[:2], {"header": np.ones((2, 2), np.float32)}, {"p": 2})
@@ -200,36 +204,36 @@ def test_eager_state_equals_the_in_process_build_when_vectors_do_not_depend_on_b
 
 def test_assembly_refuses_shards_from_two_models(tmp_path: Path) -> None:
     one, two = meeting("one", [("A", 0.0, 1.0, "a b c")]), meeting("two", [("B", 0.0, 1.0, "d e f")])
-    sink = ingest.ShardSink(tmp_path / "shards")
+    sink = ShardSink(tmp_path / "shards")
     for m, model in ((one, "hash-embedder@1"), (two, "other@2")):
         docs = meeting_documents(m, ChunkingPolicy())
         sink.write_file(m.file_uuid, docs, {"header": np.ones((len(docs), 2), np.float32)},
                         {"embedding": {"header": model}})
     with pytest.raises(RefusedError, match="mixed vector space"):
-        ingest.assemble_embedded_index(sink, tmp_path / "index", sorted([one.file_uuid, two.file_uuid]))
+        assemble_embedded_index(sink, tmp_path / "index", sorted([one.file_uuid, two.file_uuid]))
     assert not (tmp_path / "index").exists()
 
 
 def test_assembly_needs_every_file_of_the_snapshot(tmp_path: Path) -> None:
     with pytest.raises(IntegrityError, match="did not index it"):
-        ingest.assemble_embedded_index(ingest.ShardSink(tmp_path / "shards"), tmp_path / "index", [TIES.file_uuid])
+        assemble_embedded_index(ShardSink(tmp_path / "shards"), tmp_path / "index", [TIES.file_uuid])
 
 
 # -- the report checks ----------------------------------------------------------------------------
 
 
 @pytest.fixture
-def good_report(tmp_path: Path) -> ingest.ReindexReport:
-    return ingest.run_eager(_request(tmp_path, _store(tmp_path, TIES)), {"header": HashEmbedder()})
+def good_report(tmp_path: Path) -> ReindexReport:
+    return run_eager(_request(tmp_path, _store(tmp_path, TIES)), {"header": HashEmbedder()})
 
 
-def _doctored(report: ingest.ReindexReport, **changes: Any) -> ingest.ReindexReport:
+def _doctored(report: ReindexReport, **changes: Any) -> ReindexReport:
     results: tuple[Mapping[str, Any], ...] = tuple({**r, **changes} for r in report.results)
     return replace(report, results=results)
 
 
-def test_check_report_passes_a_complete_uniform_run(good_report: ingest.ReindexReport) -> None:
-    ingest.check_report(good_report, policy=ChunkingPolicy(), embedding={"header": "hash-embedder@1"})
+def test_check_report_passes_a_complete_uniform_run(good_report: ReindexReport) -> None:
+    check_report(good_report, policy=ChunkingPolicy(), embedding={"header": "hash-embedder@1"})
 
 
 @pytest.mark.parametrize(("changes", "error", "match"), [
@@ -239,20 +243,20 @@ def test_check_report_passes_a_complete_uniform_run(good_report: ingest.ReindexR
     ({"embedding": {"header": "another-model@x"}}, RefusedError, "vector space"),
     ({"status": "failed", "error": "boom"}, IntegrityError, "failed"),
 ])
-def test_check_report_refuses(good_report: ingest.ReindexReport, changes: dict[str, Any],
+def test_check_report_refuses(good_report: ReindexReport, changes: dict[str, Any],
                               error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
-        ingest.check_report(_doctored(good_report, **changes), policy=ChunkingPolicy(),
+        check_report(_doctored(good_report, **changes), policy=ChunkingPolicy(),
                             embedding={"header": "hash-embedder@1"})
 
 
-def test_check_report_refuses_a_declined_sweep(good_report: ingest.ReindexReport) -> None:
-    declined = replace(good_report, sweep=ingest.SweepReport(False, "declined: test"))
+def test_check_report_refuses_a_declined_sweep(good_report: ReindexReport) -> None:
+    declined = replace(good_report, sweep=SweepReport(False, "declined: test"))
     with pytest.raises(IntegrityError, match="incomplete"):
-        ingest.check_report(declined, policy=ChunkingPolicy(), embedding={"header": "hash-embedder@1"})
+        check_report(declined, policy=ChunkingPolicy(), embedding={"header": "hash-embedder@1"})
 
 
-def test_requests_and_reports_round_trip_through_json(good_report: ingest.ReindexReport, tmp_path: Path) -> None:
+def test_requests_and_reports_round_trip_through_json(good_report: ReindexReport, tmp_path: Path) -> None:
     request = _request(tmp_path, tmp_path / "s.sqlite", files=("a", "b"))
-    assert ingest.ReindexRequest.from_dict(json.loads(json.dumps(request.to_dict()))) == request
-    assert ingest.ReindexReport.from_dict(json.loads(json.dumps(good_report.to_dict()))) == good_report
+    assert ReindexRequest.from_dict(json.loads(json.dumps(request.to_dict()))) == request
+    assert ReindexReport.from_dict(json.loads(json.dumps(good_report.to_dict()))) == good_report

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.index import ingest
+from harness.index.ingest.coordinator import finish_reindex, index_file, run_eager, start_reindex
+from harness.index.ingest.ledger import MemoryLedger
+from harness.index.ingest.messages import ReindexRequest, SinkSpec, StoreSpec, file_jobs
+from harness.index.ingest.sinks import OpenSearchSink
 from harness.model import Meeting
 from harness.store import SqliteStore
 from tests.test_ingest_eager import TIES, HashEmbedder, meeting
@@ -31,42 +34,44 @@ def index() -> Iterator[str]:
         if os.environ.get("RAGSWEEP_REQUIRE_STACK") == "1":
             pytest.fail(f"{reason} (RAGSWEEP_REQUIRE_STACK=1)")
         pytest.skip(reason)
-    from harness.index import opensearch
+    from harness.index.opensearch.client import client_from_env
+    from harness.index.opensearch.mapping import index_body
+    from harness.index.opensearch.writer import create_index
 
-    client = opensearch.client_from_env(os.environ)
+    client = client_from_env(os.environ)
     name = f"ragsweep-test-ingest-{uuid.uuid4().hex[:8]}"
-    opensearch.create_index(client, name, opensearch.index_body({"header": 8}, analysis="mirror", meta={}))
+    create_index(client, name, index_body({"header": 8}, analysis="mirror", meta={}))
     yield name
     client.request("DELETE", f"/{name}", missing_ok=True)
 
 
-def _request(store_file: Path, index: str, *meetings: Meeting) -> ingest.ReindexRequest:
+def _request(store_file: Path, index: str, *meetings: Meeting) -> ReindexRequest:
     with SqliteStore.open(store_file) as store:
         store.inject(meetings)
-    return ingest.ReindexRequest(store=ingest.StoreSpec("sqlite", str(store_file)),
-                                 sink=ingest.SinkSpec("opensearch", index),
+    return ReindexRequest(store=StoreSpec("sqlite", str(store_file)),
+                                 sink=SinkSpec("opensearch", index),
                                  embedding={"header": "object:hash-embedder@1"})
 
 
-def _count(sink: ingest.OpenSearchSink, file_uuid: str) -> int:
+def _count(sink: OpenSearchSink, file_uuid: str) -> int:
     body = {"query": {"term": {"file_uuid": file_uuid}}}
     return int(sink.client.request("POST", f"/{sink.index}/_count", body)["count"])
 
 
 def test_index_file_and_the_sweep_through_opensearch(index: str, tmp_path: Path) -> None:
-    sink = ingest.OpenSearchSink(index)
+    sink = OpenSearchSink(index)
     # an earlier run indexed a file the store no longer holds
-    ingest.run_eager(_request(tmp_path / "old.sqlite", index, GONE), {"header": HashEmbedder()})
+    run_eager(_request(tmp_path / "old.sqlite", index, GONE), {"header": HashEmbedder()})
     assert sink.files() == {GONE.file_uuid}
 
     request = _request(tmp_path / "store.sqlite", index, TIES, OTHER)
-    ledger = ingest.MemoryLedger()
-    run = ingest.start_reindex(request, ledger)
-    ingest.index_file(ingest.file_jobs(run)[0], ledger, {"header": HashEmbedder()})
-    declined = ingest.finish_reindex(run, ledger)             # one of two files unaccounted
+    ledger = MemoryLedger()
+    run = start_reindex(request, ledger)
+    index_file(file_jobs(run)[0], ledger, {"header": HashEmbedder()})
+    declined = finish_reindex(run, ledger)             # one of two files unaccounted
     assert not declined.sweep.ran and GONE.file_uuid in sink.files()
 
-    report = ingest.run_eager(request, {"header": HashEmbedder()})
+    report = run_eager(request, {"header": HashEmbedder()})
     assert report.sweep.ran and report.sweep.orphans == (GONE.file_uuid,)
     assert report.sweep.documents_deleted == 2                # GONE's chunk and its digest
     assert sink.files() == {TIES.file_uuid, OTHER.file_uuid}
@@ -74,6 +79,6 @@ def test_index_file_and_the_sweep_through_opensearch(index: str, tmp_path: Path)
     # TIES: five speaker turns -> 5 chunks; digests cut min(6, 5) = 5 sections, one per chunk
     assert documents[TIES.file_uuid] == 10 and _count(sink, TIES.file_uuid) == 10
     # indexing a file again replaces its documents (delete, then bulk write): no duplicates
-    again = ingest.run_eager(request, {"header": HashEmbedder()})
+    again = run_eager(request, {"header": HashEmbedder()})
     assert again.sweep.ran and again.sweep.orphans == ()
     assert _count(sink, TIES.file_uuid) == 10 and _count(sink, OTHER.file_uuid) == documents[OTHER.file_uuid]

@@ -3,7 +3,7 @@
 Methodology, "The workers that index had no punkt": the nltk mount was on every worker
 except the two that index, so eager (host) and celery (worker) built different indexes.
 The assertion here is derived, not listed: "which tasks chunk" from the call graph of
-harness/index/ingest.py and tasks.py, "which queue serves a task" from the Celery routes,
+harness/index/ingest/coordinator.py and tasks.py, "which queue serves a task" from the Celery routes,
 "which queues have workers" from stack/celery.sh. A task moved to another queue keeps
 the check honest. Also: Celery Beat is never configured or started.
 """
@@ -18,10 +18,12 @@ import pytest
 
 pytest.importorskip("celery")
 
-from harness.index import ingest, tasks
+from harness.index.ingest import coordinator, tasks
+from harness.index.ingest.messages import DEFAULT_QUEUES
 
 REPO = Path(__file__).resolve().parents[1]
 CELERY_SH = REPO / "stack" / "celery.sh"
+WORKERS_YAML = REPO / "charts" / "ragsweep" / "templates" / "workers.yaml"
 CHUNKERS = {"meeting_documents", "chunk_meeting", "split_words_into_sentences"}
 
 
@@ -52,8 +54,8 @@ def chunking_functions(module_path: Path) -> set[str]:
 
 
 def chunking_tasks() -> set[str]:
-    """Celery task names whose function calls a chunking function of ingest."""
-    chunkers = chunking_functions(Path(ingest.__file__))
+    """Celery task names whose function calls a chunking function of the coordinator."""
+    chunkers = chunking_functions(Path(coordinator.__file__))
     tree = ast.parse(Path(tasks.__file__).read_text(encoding="utf-8"))
     found = set()
     for node in tree.body:
@@ -81,8 +83,8 @@ def _commands(path: Path) -> str:
 
 
 def test_the_call_graph_finds_the_chunking_task() -> None:
-    assert "index_file" in chunking_functions(Path(ingest.__file__))
-    assert "start_reindex" not in chunking_functions(Path(ingest.__file__))
+    assert "index_file" in chunking_functions(Path(coordinator.__file__))
+    assert "start_reindex" not in chunking_functions(Path(coordinator.__file__))
     assert chunking_tasks() == {"ragsweep.index_file"}
 
 
@@ -91,7 +93,7 @@ def test_every_chunking_task_is_routed_to_a_queue_the_stack_serves() -> None:
     served = worker_queues()
     for task in chunking_tasks():
         assert routes[task]["queue"] in served, f"{task} runs on {routes[task]['queue']}, served: {served}"
-    assert routes["ragsweep.index_file"]["queue"] == ingest.DEFAULT_QUEUES["embedding"] == "embedding"
+    assert routes["ragsweep.index_file"]["queue"] == DEFAULT_QUEUES["embedding"] == "embedding"
     assert routes["ragsweep.reindex"]["queue"] == routes["ragsweep.finish_reindex"]["queue"] == "cpu"
     assert {r["queue"] for r in routes.values()} | {tasks.app.conf.task_default_queue} <= served
 
@@ -99,8 +101,15 @@ def test_every_chunking_task_is_routed_to_a_queue_the_stack_serves() -> None:
 def test_workers_run_the_projects_python_on_the_task_module() -> None:
     script = _commands(CELERY_SH)
     assert '"$REPO_ROOT/.venv/bin/python"' in script
-    assert re.search(r'CELERY_APP=harness\.index\.tasks\b', script)
+    assert re.search(r'CELERY_APP=harness\.index\.ingest\.tasks\b', script)
     assert "-m celery -A \"$CELERY_APP\" worker" in script and "--pool solo" in script
+
+
+def test_the_charts_workers_run_the_app_module_the_stack_runs() -> None:
+    # the chart once named harness.store.tasks, a module that never existed
+    apps = set(re.findall(r"celery,? -A,? ([\w.]+)", WORKERS_YAML.read_text(encoding="utf-8")))
+    assert apps == {tasks.__name__} == {"harness.index.ingest.tasks"}, apps
+    assert re.search(rf"CELERY_APP={re.escape(tasks.__name__)}\n", CELERY_SH.read_text(encoding="utf-8"))
 
 
 def test_celery_beat_is_never_configured_or_started() -> None:

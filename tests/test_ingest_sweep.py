@@ -21,9 +21,12 @@ import numpy as np
 import pytest
 
 from harness.errors import RefusedError
-from harness.index import ingest
 from harness.index.chunking import ChunkingPolicy
 from harness.index.documents import meeting_documents
+from harness.index.ingest.coordinator import finish_reindex, index_file, start_reindex
+from harness.index.ingest.ledger import Ledger, MemoryLedger, RedisLedger, lock_key, state_key, uuids_key
+from harness.index.ingest.messages import ReindexRequest, ReindexRun, SinkSpec, StoreSpec, SweepReport, file_jobs
+from harness.index.ingest.sinks import ShardSink
 from harness.store import SqliteStore
 from tests.test_ingest_eager import HashEmbedder, meeting
 
@@ -50,11 +53,11 @@ def _redis_url() -> str:
 
 
 @pytest.fixture(params=[pytest.param("memory"), pytest.param("redis", marks=pytest.mark.integration)])
-def ledger(request: pytest.FixtureRequest) -> Iterator[ingest.Ledger]:
+def ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
     if request.param == "memory":
-        yield ingest.MemoryLedger()
+        yield MemoryLedger()
         return
-    led = ingest.RedisLedger.from_url(_redis_url())
+    led = RedisLedger.from_url(_redis_url())
     yield led
     # every key a test made carries its unique target or run id; drop them
     for pattern in ("reindex_lock:*test-sweep*", "reindex_uuids:test-sweep*", "reindex_state:test-sweep*"):
@@ -63,16 +66,16 @@ def ledger(request: pytest.FixtureRequest) -> Iterator[ingest.Ledger]:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> tuple[ingest.ReindexRequest, ingest.ShardSink]:
+def world(tmp_path: Path) -> tuple[ReindexRequest, ShardSink]:
     """A store holding A, B, C; an index (shards) from an earlier run holding A, B, C and ORPHAN."""
     with SqliteStore.open(tmp_path / "store.sqlite") as store:
         store.inject([A, B, C])
-    sink = ingest.ShardSink(tmp_path / "test-sweep-shards")
+    sink = ShardSink(tmp_path / "test-sweep-shards")
     for m in (A, B, C, ORPHAN):
         docs = meeting_documents(m, ChunkingPolicy())
         sink.write_file(m.file_uuid, docs, {"header": np.zeros((len(docs), 8), np.float32)}, {"earlier": True})
-    request = ingest.ReindexRequest(store=ingest.StoreSpec("sqlite", str(tmp_path / "store.sqlite")),
-                                    sink=ingest.SinkSpec("embedded", str(sink.root)),
+    request = ReindexRequest(store=StoreSpec("sqlite", str(tmp_path / "store.sqlite")),
+                                    sink=SinkSpec("embedded", str(sink.root)),
                                     embedding={"header": "object:hash-embedder@1"})
     return request, sink
 
@@ -84,7 +87,7 @@ def _run_id() -> str:
 class LosingLedger:
     """Passes everything through, except that the outcomes of some files never arrive."""
 
-    def __init__(self, inner: ingest.Ledger, lose: set[str]) -> None:
+    def __init__(self, inner: Ledger, lose: set[str]) -> None:
         self.inner = inner
         self.lose = lose
 
@@ -96,50 +99,50 @@ class LosingLedger:
             self.inner.record(run_id, target, file_uuid, result)
 
 
-def _index_all(run: ingest.ReindexRun, ledger: ingest.Ledger) -> None:
-    for job in ingest.file_jobs(run):
-        ingest.index_file(job, ledger, {"header": HashEmbedder()})
+def _index_all(run: ReindexRun, ledger: Ledger) -> None:
+    for job in file_jobs(run):
+        index_file(job, ledger, {"header": HashEmbedder()})
 
 
 # -- the sweep --------------------------------------------------------------------------------
 
 
 def test_a_complete_tally_sweeps_the_orphan_and_keeps_every_snapshotted_file(
-        ledger: ingest.Ledger, world: tuple[ingest.ReindexRequest, ingest.ShardSink]) -> None:
+        ledger: Ledger, world: tuple[ReindexRequest, ShardSink]) -> None:
     request, sink = world
-    run = ingest.start_reindex(request, ledger, run_id=_run_id())
+    run = start_reindex(request, ledger, run_id=_run_id())
     assert run.snapshot == {A.file_uuid, B.file_uuid, C.file_uuid}
     _index_all(run, ledger)
-    report = ingest.finish_reindex(run, ledger)
+    report = finish_reindex(run, ledger)
     # ORPHAN's one turn made one chunk and one digest section: two documents
-    assert report.sweep == ingest.SweepReport(True, "complete tally", orphans=(ORPHAN.file_uuid,),
+    assert report.sweep == SweepReport(True, "complete tally", orphans=(ORPHAN.file_uuid,),
                                               documents_deleted=2)
     assert sink.files() == {A.file_uuid, B.file_uuid, C.file_uuid}
     assert ledger.holder(run.target) is None          # released
 
 
 def test_failed_files_count_as_accounted_and_keep_their_earlier_documents(
-        ledger: ingest.Ledger, world: tuple[ingest.ReindexRequest, ingest.ShardSink]) -> None:
+        ledger: Ledger, world: tuple[ReindexRequest, ShardSink]) -> None:
     request, sink = world
-    run = ingest.start_reindex(request, ledger, run_id=_run_id())
-    for job in ingest.file_jobs(run):
+    run = start_reindex(request, ledger, run_id=_run_id())
+    for job in file_jobs(run):
         embedder = HashEmbedder()
         if job.file_uuid == B.file_uuid:
             embedder.encode = lambda texts: (_ for _ in ()).throw(RuntimeError("GPU fell off"))  # type: ignore[method-assign]
-        ingest.index_file(job, ledger, {"header": embedder})
-    report = ingest.finish_reindex(run, ledger)
+        index_file(job, ledger, {"header": embedder})
+    report = finish_reindex(run, ledger)
     assert report.failed == [B.file_uuid] and report.sweep.ran and report.sweep.orphans == (ORPHAN.file_uuid,)
     assert sink.read(B.file_uuid)[2]["earlier"] is True   # B's old shard was not touched
     assert sink.files() == {A.file_uuid, B.file_uuid, C.file_uuid}
 
 
 def test_a_lost_completion_makes_the_sweep_decline_and_delete_nothing(
-        ledger: ingest.Ledger, world: tuple[ingest.ReindexRequest, ingest.ShardSink]) -> None:
+        ledger: Ledger, world: tuple[ReindexRequest, ShardSink]) -> None:
     request, sink = world
     losing = LosingLedger(ledger, lose={C.file_uuid})
-    run = ingest.start_reindex(request, losing, run_id=_run_id())
+    run = start_reindex(request, losing, run_id=_run_id())
     _index_all(run, losing)
-    report = ingest.finish_reindex(run, losing)
+    report = finish_reindex(run, losing)
     assert not report.sweep.ran and report.sweep.unaccounted == 1
     assert "indexed 2 + failed 0 accounts for 2 of 3" in report.sweep.reason
     assert report.unaccounted == [C.file_uuid]
@@ -148,27 +151,27 @@ def test_a_lost_completion_makes_the_sweep_decline_and_delete_nothing(
 
 
 def test_a_coordinator_killed_after_the_snapshot_leaves_nothing_a_sweep_would_run_on(
-        ledger: ingest.Ledger, world: tuple[ingest.ReindexRequest, ingest.ShardSink]) -> None:
+        ledger: Ledger, world: tuple[ReindexRequest, ShardSink]) -> None:
     request, sink = world
-    run = ingest.start_reindex(request, ledger, run_id=_run_id())
-    first = ingest.file_jobs(run)[0]
-    ingest.index_file(first, ledger, {"header": HashEmbedder()})
+    run = start_reindex(request, ledger, run_id=_run_id())
+    first = file_jobs(run)[0]
+    index_file(first, ledger, {"header": HashEmbedder()})
     # ... the coordinator dies here; whoever finishes the run later finds the tally short
-    report = ingest.finish_reindex(run, ledger)
+    report = finish_reindex(run, ledger)
     assert not report.sweep.ran and report.sweep.unaccounted == 2
     assert sink.files() == {A.file_uuid, B.file_uuid, C.file_uuid, ORPHAN.file_uuid}
 
 
 def test_the_sweep_declines_when_the_run_lost_its_lock(
-        ledger: ingest.Ledger, world: tuple[ingest.ReindexRequest, ingest.ShardSink]) -> None:
+        ledger: Ledger, world: tuple[ReindexRequest, ShardSink]) -> None:
     request, sink = world
-    run = ingest.start_reindex(request, ledger, run_id=_run_id())
+    run = start_reindex(request, ledger, run_id=_run_id())
     _index_all(run, ledger)
     # the lock vanished mid-run (cleared by someone else) and a second coordinator took it
     assert ledger.release(run.target, run.run_id)
     intruder = _run_id()
     ledger.acquire(run.target, intruder)
-    report = ingest.finish_reindex(run, ledger)
+    report = finish_reindex(run, ledger)
     assert not report.sweep.ran and f"held by {intruder}" in report.sweep.reason
     assert ORPHAN.file_uuid in sink.files()
     assert ledger.holder(run.target) == intruder       # not ours to release
@@ -176,27 +179,27 @@ def test_the_sweep_declines_when_the_run_lost_its_lock(
 
 
 def test_the_sweep_declines_when_the_ledger_lost_the_snapshot(
-        ledger: ingest.Ledger, world: tuple[ingest.ReindexRequest, ingest.ShardSink]) -> None:
+        ledger: Ledger, world: tuple[ReindexRequest, ShardSink]) -> None:
     request, sink = world
-    run = ingest.start_reindex(request, ledger, run_id=_run_id())
+    run = start_reindex(request, ledger, run_id=_run_id())
     _index_all(run, ledger)
-    if isinstance(ledger, ingest.RedisLedger):
-        ledger.client.delete(ingest.uuids_key(run.run_id))     # as if its TTL ran out
+    if isinstance(ledger, RedisLedger):
+        ledger.client.delete(uuids_key(run.run_id))     # as if its TTL ran out
     else:
-        assert isinstance(ledger, ingest.MemoryLedger)
+        assert isinstance(ledger, MemoryLedger)
         del ledger.snapshots[run.run_id]
-    report = ingest.finish_reindex(run, ledger)
+    report = finish_reindex(run, ledger)
     assert not report.sweep.ran and "no longer holds this run's snapshot" in report.sweep.reason
     assert ORPHAN.file_uuid in sink.files()
 
 
 def test_the_sweep_declines_on_an_outcome_from_outside_the_snapshot(
-        ledger: ingest.Ledger, world: tuple[ingest.ReindexRequest, ingest.ShardSink]) -> None:
+        ledger: Ledger, world: tuple[ReindexRequest, ShardSink]) -> None:
     request, sink = world
-    run = ingest.start_reindex(request, ledger, run_id=_run_id())
+    run = start_reindex(request, ledger, run_id=_run_id())
     _index_all(run, ledger)
     ledger.record(run.run_id, run.target, ORPHAN.file_uuid, {"file_uuid": ORPHAN.file_uuid, "status": "indexed"})
-    report = ingest.finish_reindex(run, ledger)
+    report = finish_reindex(run, ledger)
     assert not report.sweep.ran and "outside the snapshot" in report.sweep.reason
     assert ORPHAN.file_uuid in sink.files()
 
@@ -204,7 +207,7 @@ def test_the_sweep_declines_on_an_outcome_from_outside_the_snapshot(
 # -- the ledger -------------------------------------------------------------------------------------
 
 
-def test_one_coordinator_per_target(ledger: ingest.Ledger) -> None:
+def test_one_coordinator_per_target(ledger: Ledger) -> None:
     target, first, second = f"embedded:/x/test-sweep-{uuid.uuid4().hex[:6]}", _run_id(), _run_id()
     ledger.acquire(target, first)
     with pytest.raises(RefusedError, match=f"run {first}"):
@@ -216,7 +219,7 @@ def test_one_coordinator_per_target(ledger: ingest.Ledger) -> None:
     assert ledger.release(target, second)
 
 
-def test_an_empty_snapshot_is_a_snapshot(ledger: ingest.Ledger) -> None:
+def test_an_empty_snapshot_is_a_snapshot(ledger: Ledger) -> None:
     run_id = _run_id()
     assert ledger.snapshot(run_id) is None
     ledger.begin(run_id, "embedded:/nowhere/test-sweep", [])
@@ -225,12 +228,12 @@ def test_an_empty_snapshot_is_a_snapshot(ledger: ingest.Ledger) -> None:
 
 @pytest.mark.integration
 def test_redis_keys_carry_ttls_and_a_live_run_keeps_its_lock(
-        world: tuple[ingest.ReindexRequest, ingest.ShardSink]) -> None:
+        world: tuple[ReindexRequest, ShardSink]) -> None:
     request, _ = world
-    led = ingest.RedisLedger.from_url(_redis_url(), lock_ttl_s=120, state_ttl_s=600)
-    run = ingest.start_reindex(request, led, run_id=_run_id())
+    led = RedisLedger.from_url(_redis_url(), lock_ttl_s=120, state_ttl_s=600)
+    run = start_reindex(request, led, run_id=_run_id())
     try:
-        keys = [ingest.lock_key(run.target), ingest.uuids_key(run.run_id), ingest.state_key(run.run_id)]
+        keys = [lock_key(run.target), uuids_key(run.run_id), state_key(run.run_id)]
         ttls = [led.client.ttl(k) for k in keys]
         assert 0 < ttls[0] <= 120 and 0 < ttls[1] <= 600 and 0 < ttls[2] <= 600
         led.client.expire(keys[0], 5)
@@ -239,6 +242,6 @@ def test_redis_keys_carry_ttls_and_a_live_run_keeps_its_lock(
         assert led.client.smembers(keys[1]) == {A.file_uuid, B.file_uuid, C.file_uuid}
         assert sorted(led.outcomes(run.run_id)) == sorted(run.snapshot)
     finally:
-        ingest.finish_reindex(run, led)
-        for key in (ingest.uuids_key(run.run_id), ingest.state_key(run.run_id)):
+        finish_reindex(run, led)
+        for key in (uuids_key(run.run_id), state_key(run.run_id)):
             led.client.delete(key)

@@ -1,4 +1,4 @@
-"""Unit tests of harness.index.opensearch: mappings and query bodies as plain dicts, no server."""
+"""Unit tests of harness.index.opensearch.mapping and .queries: mappings and query bodies as plain dicts, no server."""
 
 from __future__ import annotations
 
@@ -11,24 +11,26 @@ from harness.errors import IntegrityError, UsageError
 from harness.index import embedded
 from harness.index.backend import LegHit
 from harness.index.documents import IndexDoc
-from harness.index.opensearch import (
+from harness.index.opensearch.mapping import (
     INDEX_PREFIX,
     INDEX_VERSION,
-    QUERY_SAFE,
     analysis_settings,
+    doc_source,
+    index_body,
+    index_name,
+    state_identity,
+)
+from harness.index.opensearch.queries import (
+    QUERY_SAFE,
     bm25_query,
     bm25_text,
     checked_buckets,
-    doc_source,
     filter_clauses,
-    index_body,
-    index_name,
     knn_query,
     leg_body,
     phrase_body,
     provenance_body,
     sort_leg,
-    state_identity,
 )
 
 

@@ -21,18 +21,14 @@ import pytest
 
 from harness.cli import main
 from harness.errors import IntegrityError
-from harness.index.opensearch import (
-    URL_ENV,
-    OpenSearchBackend,
-    OpenSearchClient,
-    build_stack_index,
-    bulk_index,
-    create_index,
-    index_body,
-)
+from harness.index.documents import doc_from_record
+from harness.index.opensearch.backend import OpenSearchBackend
+from harness.index.opensearch.client import URL_ENV, OpenSearchClient
+from harness.index.opensearch.mapping import index_body
+from harness.index.opensearch.settle import IndexingGuard, await_settled, settle_for_measurement
+from harness.index.opensearch.writer import build_stack_index, bulk_index, create_index
 from harness.index.provenance import survey
-from harness.index.settle import IndexingGuard, await_settled, settle_for_measurement
-from harness.index.state import State, doc_from_record
+from harness.state import State
 
 pytestmark = pytest.mark.integration
 
@@ -346,15 +342,15 @@ def test_answers_on_the_stack_read_the_postgres_store_the_state_was_ingested_fro
         client: OpenSearchClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """state build --store postgres --backend stack: the stack's answers come from PostgreSQL (and agree with the
     embedded run's); a schema that has gained other files since the build is refused (exit 5), nothing written."""
-    from harness.index import ingest
+    from harness.index.ingest.messages import PG_DSN_ENV, PG_SCHEMA_ENV
     from harness.store.postgres import PostgresStore
 
-    dsn = os.environ.get(ingest.PG_DSN_ENV)
+    dsn = os.environ.get(PG_DSN_ENV)
     if not dsn:
-        unavailable(f"{ingest.PG_DSN_ENV} is unset: the local stack's PostgreSQL is not up (make stack-up)")
+        unavailable(f"{PG_DSN_ENV} is unset: the local stack's PostgreSQL is not up (make stack-up)")
     assert dsn is not None
     schema = f"t_answers_{uuid.uuid4().hex[:8]}"
-    monkeypatch.setenv(ingest.PG_SCHEMA_ENV, schema)
+    monkeypatch.setenv(PG_SCHEMA_ENV, schema)
     try:
         state = tmp_path / "state"
         assert main(["state", "build", "--backend", "stack", "--store", "postgres", "--corpus", f"qmsum={FIXTURE}",

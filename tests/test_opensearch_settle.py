@@ -1,4 +1,4 @@
-"""Unit tests of harness.index.settle against a scripted client (no server)."""
+"""Unit tests of harness.index.opensearch.settle against a scripted client (no server)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harness.errors import IntegrityError
-from harness.index.settle import IndexingGuard, Poll, await_settled, poll_body, prepare, unsettled_reasons
+from harness.index.opensearch.settle import IndexingGuard, Poll, await_settled, poll_body, prepare, unsettled_reasons
 
 
 class ScriptedClient:

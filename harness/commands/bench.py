@@ -114,8 +114,8 @@ def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from harness.index.embed import SentenceTransformerEmbedder
-    from harness.index.state import State
     from harness.report.bench import run_bench
+    from harness.state import State
 
     config = config_from_args(args, args.control_name)
     state = State.open(args.state)

@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def build(args: argparse.Namespace) -> int:
     from harness.index.chunking import ChunkingPolicy
     from harness.index.embed import SentenceTransformerEmbedder
-    from harness.index.state import build_state
+    from harness.state.build import build_state
 
     folders = _pairs(args.corpus, "--corpus")
     manifests = _pairs(args.manifest, "--manifest")

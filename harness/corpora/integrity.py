@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,12 @@ def sha256_file(path: Path) -> str:
         while block := handle.read(CHUNK_BYTES):
             digest.update(block)
     return digest.hexdigest()
+
+
+def checksum_digest(checksums: Mapping[str, str]) -> str:
+    """One sha256 over every artefact's (path, sha256), in path order."""
+    material = "".join(f"{path}\t{digest}\n" for path, digest in sorted(checksums.items()))
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from harness.index.chunking import ChunkingPolicy, chunk_meeting
 from harness.index.sentences import split_sentences
@@ -48,6 +48,13 @@ class IndexDoc:
         return Chunk(id=self.id, file_uuid=self.file_uuid, chunk_index=self.chunk_index, doc_type=self.doc_type,
                      speaker=self.speaker, start=self.start, end=self.end, text=self.content,
                      words=word_count(self.content))
+
+
+def doc_from_record(record: dict[str, Any]) -> IndexDoc:
+    """An IndexDoc back from its JSON record (a ``docs.jsonl`` line)."""
+    fields: dict[str, Any] = {k: v for k, v in record.items() if k in IndexDoc.__dataclass_fields__}
+    fields["roster"] = tuple(fields["roster"])
+    return IndexDoc(**fields)
 
 
 def header(meeting: Meeting) -> str:

@@ -35,7 +35,6 @@ from harness.errors import IntegrityError, UsageError
 from harness.index.documents import EmbeddingTextMode
 from harness.index.embed import Embedder
 from harness.index.provenance import refuse_mixed, survey
-from harness.index.state import State
 from harness.judge import judge
 from harness.judge.policy import RelevancePolicy
 from harness.metrics.engine import evaluate
@@ -53,6 +52,7 @@ from harness.retrieval.fusion import FusionConfig
 from harness.retrieval.rerank import CrossEncoderReranker, refuse_untrained, rerank_order
 from harness.retrieval.router import route
 from harness.retrieval.window import fusion_window
+from harness.state import State
 
 Stage = Literal["retrieve", "rerank", "diversify", "route"]
 Scope = Literal["corpus", "gold-files"]
@@ -308,7 +308,7 @@ def _open_stack(state: State, config: BenchConfig) -> Any:
     """--backend stack: the state's OpenSearch index, settled and checked against the state's chunks."""
     import os
 
-    from harness.index.opensearch import URL_ENV
+    from harness.index.opensearch.client import URL_ENV
     from harness.retrieval.server_fusion import open_stack_session
 
     block = state.manifest.get("stack")
@@ -355,7 +355,7 @@ def _ingested_postgres(state: State) -> tuple[Any, dict[str, Any]] | None:
     """The PostgreSQL store a state was ingested from (ingest.json), or None."""
     import json
 
-    from harness.index.ingest import StoreSpec
+    from harness.index.ingest.messages import StoreSpec
 
     record = state.path / "ingest.json"
     if not record.is_file():

@@ -8,12 +8,12 @@ no durations, hosts or timestamps (those go to runinfo.json).
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.corpora.integrity import checksum_digest
 from harness.judge import Judgements
 from harness.judge.policy import RelevancePolicy
 from harness.metrics.engine import Evaluation, engine_info
@@ -23,12 +23,6 @@ from harness.model import Corpus, Query
 
 SCHEMA = "ragsweep.metrics/1"
 ROW_MEASURES: tuple[str, ...] = RETRIEVAL_MEASURES + FILE_MEASURES
-
-
-def checksum_digest(checksums: Mapping[str, str]) -> str:
-    """One sha256 over every artefact's (path, sha256), in path order."""
-    material = "".join(f"{path}\t{digest}\n" for path, digest in sorted(checksums.items()))
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
 def corpus_block(corpus: Corpus, judgements: Judgements) -> dict[str, Any]:

@@ -38,15 +38,10 @@ import numpy as np
 from harness.errors import IntegrityError, UsageError
 from harness.index.backend import DocRecord
 from harness.index.documents import EmbeddingTextMode
-from harness.index.opensearch import (
-    SOURCE_FIELDS,
-    OpenSearchBackend,
-    OpenSearchClient,
-    bm25_query,
-    bm25_text,
-    knn_query,
-)
-from harness.index.settle import DEFAULT_SETTLE_TIMEOUT, IndexingGuard, SettleReport, open_for_measurement
+from harness.index.opensearch.backend import OpenSearchBackend
+from harness.index.opensearch.client import OpenSearchClient
+from harness.index.opensearch.queries import SOURCE_FIELDS, bm25_query, bm25_text, knn_query
+from harness.index.opensearch.settle import DEFAULT_SETTLE_TIMEOUT, IndexingGuard, SettleReport, open_for_measurement
 from harness.retrieval.chunks import Hit, HybridRetriever
 from harness.retrieval.fusion import FusionConfig, fuse
 from harness.retrieval.window import fusion_window

@@ -1,16 +1,8 @@
-"""A corpus state: the corpora as injected, the relational store and the index, built once.
+"""``ragsweep state build``: inject the corpora into the store and build the index, once per state.
 
-Layout of ``STATE/``::
-
-    state.json            what was built: corpora (versions, checksums), chunking, index
-    corpora/<name>.json   each corpus as read into the model (the judge reads it back)
-    store.sqlite          the relational store (meetings, speakers, segments)
-    index/                the embedded search index (see harness.index.embedded)
-    ingest.json           only when built through the ingest tasks (--dispatch/--store):
-                          how it was indexed (harness.index.ingest, docs/ingest.md)
-
-A state is built into ``STATE.partial`` and renamed when complete, so a reader never
-sees half a state; arms open it read-only, any number at once.
+Without ``--dispatch`` (and with the SQLite store) the index is built in-process; with it,
+through the ingest tasks (:mod:`harness.state.ingest`). ``--backend stack`` also indexes
+the same documents and vectors into OpenSearch (:mod:`harness.state.stack`).
 """
 
 from __future__ import annotations
@@ -19,22 +11,22 @@ import json
 import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness import __version__
-from harness.errors import IntegrityError, UsageError
+from harness.corpora.integrity import checksum_digest
+from harness.errors import UsageError
 from harness.index.chunking import ChunkingPolicy
 from harness.index.documents import EmbeddingTextMode, IndexDoc, meeting_documents
 from harness.index.embed import Embedder
-from harness.index.embedded import EmbeddedIndex, build_index
-from harness.model import Chunk, Corpus
-
-if TYPE_CHECKING:
-    from harness.index.ingest import Dispatch, StoreEngine
-
-STATE_SCHEMA = "ragsweep.state/1"
+from harness.index.embedded import build_index
+from harness.index.ingest.messages import StoreEngine
+from harness.model import Corpus
+from harness.state import STATE_SCHEMA
+from harness.state.ingest import Dispatch, build_state_index
+from harness.state.stack import index_state
+from harness.store.sqlite import SqliteStore
 
 
 def _progress(label: str, done: int, total: int) -> None:
@@ -46,8 +38,6 @@ def _progress(label: str, done: int, total: int) -> None:
 
 
 def corpus_summary(corpus: Corpus) -> dict[str, Any]:
-    from harness.report.results import checksum_digest
-
     return {"name": corpus.name, "version": corpus.version, "tier": corpus.tier, "files": len(corpus.meetings),
             "queries": len(corpus.queries), "artefacts_sha256": checksum_digest(corpus.checksums),
             "seed": corpus.seed}
@@ -68,12 +58,10 @@ def build_state(
 ) -> dict[str, Any]:
     """Build a state. Without ``dispatch`` (and with the SQLite store) the index is built
     in-process exactly as it always was; with it, it goes through the ingest tasks
-    (harness.index.ingest: eager in-process, or celery workers), which also writes
+    (harness.state.ingest: eager in-process, or celery workers), which also writes
     ``ingest.json``. ``store_engine="postgres"`` reads segments from the stack's Postgres and
     implies ``dispatch="eager"`` when none is given.
     """
-    from harness.store.sqlite import SqliteStore
-
     policy = policy or ChunkingPolicy()
     names = [c.name for c in corpora]
     if len(set(names)) != len(names):
@@ -102,9 +90,7 @@ def build_state(
                     _progress("chunking", i, len(meetings))
             meta = build_index(tmp / "index", docs, embedders, progress=_progress)
         else:
-            # -- through ingest (--dispatch / --store): harness/index/ingest.py ------------------
-            from harness.index.ingest import build_state_index
-
+            # -- through ingest (--dispatch / --store): harness/state/ingest.py ------------------
             meta = build_state_index(tmp, meetings, embedders, policy=policy, dispatch=dispatch or "eager",
                                      store_engine=store_engine, progress=_progress)
         state = {
@@ -117,8 +103,6 @@ def build_state(
         }
         # -- --backend stack: the same documents and vectors into OpenSearch too (docs/opensearch.md) --
         if backend == "stack":
-            from harness.index.opensearch import index_state
-
             state["backend"] = "stack"
             state["stack"] = index_state(tmp / "index", state, analysis=stack_analysis,  # type: ignore[arg-type]
                                          url=opensearch_url)
@@ -130,39 +114,3 @@ def build_state(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return state
-
-
-def doc_from_record(record: dict[str, Any]) -> IndexDoc:
-    fields: dict[str, Any] = {k: v for k, v in record.items() if k in IndexDoc.__dataclass_fields__}
-    fields["roster"] = tuple(fields["roster"])
-    return IndexDoc(**fields)
-
-
-@dataclass
-class State:
-    """An opened, read-only corpus state."""
-
-    path: Path
-    manifest: dict[str, Any]
-    corpora: list[Corpus]
-    index: EmbeddedIndex
-
-    @classmethod
-    def open(cls, path: Path) -> State:
-        manifest_path = path / "state.json"
-        if not manifest_path.is_file():
-            raise IntegrityError(f"{path}: not a state (no state.json); run `ragsweep state build` first")
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        if manifest.get("schema") != STATE_SCHEMA:
-            raise IntegrityError(f"{manifest_path}: schema {manifest.get('schema')!r}, expected {STATE_SCHEMA}")
-        corpora = [
-            Corpus.model_validate_json((path / "corpora" / f"{c['name']}.json").read_text(encoding="utf-8"))
-            for c in manifest["corpora"]
-        ]
-        return cls(path=path, manifest=manifest, corpora=corpora, index=EmbeddedIndex(path / "index"))
-
-    def chunks(self) -> list[Chunk]:
-        return [doc_from_record(d).chunk() for d in self.index.docs if d["doc_type"] == "chunk"]
-
-    def store_path(self) -> Path:
-        return self.path / "store.sqlite"

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import IntegrityError
-from harness.index.opensearch import OpenSearchClient, checked_buckets
+from harness.index.opensearch.backend import OpenSearchBackend
+from harness.index.opensearch.client import OpenSearchClient
+from harness.index.opensearch.queries import checked_buckets
 
 DEFAULT_POLL_INTERVAL = 1.0
 DEFAULT_SETTLE_TIMEOUT = 120.0
@@ -206,8 +208,6 @@ def open_for_measurement(stack: Mapping[str, Any], expected_files: Collection[st
     Refuses (IntegrityError) an index of another state (``_meta.state_identity``), one that
     does not settle, and one whose files or chunk count differ from what the judge reads.
     """
-    from harness.index.opensearch import OpenSearchBackend
-
     index = stack["index"]
     backend = OpenSearchBackend(client, index, knn_strategy=knn_strategy)  # type: ignore[arg-type]
     identity = backend.mapping.get("_meta", {}).get("state_identity")

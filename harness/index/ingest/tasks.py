@@ -6,8 +6,10 @@ never started and no schedule is defined: a maintenance-dispatched reindex overl
 measurement changes what is measured (docs/ingest.md).
 
 Tasks are thin: they decode the message, call the function of the same name in
-:mod:`harness.index.ingest` (the functions ``--dispatch eager`` calls in-process) with a
-:class:`RedisLedger`, and return plain JSON.
+:mod:`harness.index.ingest.coordinator` (the functions ``--dispatch eager`` calls in-process)
+with a :class:`RedisLedger`, and return plain JSON. This module imports the coordinator,
+never the reverse: ``--dispatch celery`` reaches it from the state build
+(:mod:`harness.state.ingest`).
 
 * ``ragsweep.reindex`` (cpu): lock, snapshot, then a chord of ``index_file`` (embedding)
   whose callback is ``finish_reindex`` (cpu). It returns at once with the run and the
@@ -32,7 +34,16 @@ from celery.exceptions import TimeoutError as CeleryTimeoutError
 from celery.result import AsyncResult
 
 from harness.errors import IntegrityError, UsageError
-from harness.index import ingest
+from harness.index.ingest import coordinator
+from harness.index.ingest.ledger import STATE_TTL_S, RedisLedger
+from harness.index.ingest.messages import (
+    DEFAULT_QUEUES,
+    IndexFileJob,
+    ReindexReport,
+    ReindexRequest,
+    ReindexRun,
+    file_jobs,
+)
 
 REDIS_URL_ENV: Final = "RAGSWEEP_REDIS_URL"
 # The stack's default (stack/lib.sh): what a worker uses if started without the env file.
@@ -47,42 +58,42 @@ app.conf.update(
     task_serializer="json",
     result_serializer="json",
     accept_content=["json"],
-    task_default_queue=ingest.DEFAULT_QUEUES["cpu"],
+    task_default_queue=DEFAULT_QUEUES["cpu"],
     task_routes={
-        "ragsweep.index_file": {"queue": ingest.DEFAULT_QUEUES["embedding"]},
-        "ragsweep.reindex": {"queue": ingest.DEFAULT_QUEUES["cpu"]},
-        "ragsweep.finish_reindex": {"queue": ingest.DEFAULT_QUEUES["cpu"]},
+        "ragsweep.index_file": {"queue": DEFAULT_QUEUES["embedding"]},
+        "ragsweep.reindex": {"queue": DEFAULT_QUEUES["cpu"]},
+        "ragsweep.finish_reindex": {"queue": DEFAULT_QUEUES["cpu"]},
     },
     task_acks_late=False,
     worker_prefetch_multiplier=1,
-    result_expires=ingest.STATE_TTL_S,
+    result_expires=STATE_TTL_S,
     broker_connection_retry_on_startup=True,
     # no periodic tasks, ever: see the module docstring
     beat_schedule={},
 )
 
 
-def _ledger() -> ingest.RedisLedger:
-    return ingest.RedisLedger.from_url(os.environ.get(REDIS_URL_ENV) or DEFAULT_REDIS_URL)
+def _ledger() -> RedisLedger:
+    return RedisLedger.from_url(os.environ.get(REDIS_URL_ENV) or DEFAULT_REDIS_URL)
 
 
 @app.task(name="ragsweep.index_file")
 def index_file(job: dict[str, Any]) -> dict[str, Any]:
-    return ingest.index_file(ingest.IndexFileJob.from_dict(job), _ledger())
+    return coordinator.index_file(IndexFileJob.from_dict(job), _ledger())
 
 
 @app.task(name="ragsweep.finish_reindex")
 def finish_reindex(results: list[dict[str, Any]], run: dict[str, Any]) -> dict[str, Any]:
     # the chord's results are not trusted for the tally: the ledger is (a lost completion
     # is exactly an outcome the ledger does not have)
-    return ingest.finish_reindex(ingest.ReindexRun.from_dict(run), _ledger()).to_dict()
+    return coordinator.finish_reindex(ReindexRun.from_dict(run), _ledger()).to_dict()
 
 
 @app.task(name="ragsweep.reindex")
 def reindex(request: dict[str, Any]) -> dict[str, Any]:
-    req = ingest.ReindexRequest.from_dict(request)
-    run = ingest.start_reindex(req, _ledger())
-    header = [index_file.s(job.to_dict()).set(queue=req.queues["embedding"]) for job in ingest.file_jobs(run)]
+    req = ReindexRequest.from_dict(request)
+    run = coordinator.start_reindex(req, _ledger())
+    header = [index_file.s(job.to_dict()).set(queue=req.queues["embedding"]) for job in file_jobs(run)]
     body = finish_reindex.s(run.to_dict()).set(queue=req.queues["cpu"])
     result = chord(header)(body) if header else body.apply_async(([],))
     return {"run": run.to_dict(), "finish_id": result.id}
@@ -90,7 +101,7 @@ def reindex(request: dict[str, Any]) -> dict[str, Any]:
 
 @app.task(name="ragsweep.worker_identity")
 def worker_identity() -> dict[str, Any]:
-    return ingest.worker_identity()
+    return coordinator.worker_identity()
 
 
 def redis_url() -> str:
@@ -111,23 +122,23 @@ def probe_queues(queues: Mapping[str, str], *, timeout_s: float = 30.0) -> dict[
                          "start them: stack/celery.sh start") from e
 
 
-def dispatch_reindex(request: ingest.ReindexRequest, *, progress: Callable[[str, int, int], None] | None = None,
+def dispatch_reindex(request: ReindexRequest, *, progress: Callable[[str, int, int], None] | None = None,
                      start_timeout_s: float = START_TIMEOUT_S, stall_timeout_s: float = STALL_TIMEOUT_S,
-                     poll_s: float = 0.5) -> ingest.ReindexReport:
+                     poll_s: float = 0.5) -> ReindexReport:
     """Send a reindex to the workers and wait for its report.
 
     If the report does not come (no new outcome for ``stall_timeout_s``: a worker died,
     a completion was lost), the host finishes the run itself from the ledger, and the
     fail-closed sweep declines on the incomplete tally.
     """
-    ledger = ingest.RedisLedger.from_url(redis_url())
+    ledger = RedisLedger.from_url(redis_url())
     started = reindex.apply_async((request.to_dict(),), queue=request.queues["cpu"])
     try:
         handle = started.get(timeout=start_timeout_s)
     except CeleryTimeoutError as e:
         raise IntegrityError(f"the reindex coordinator did not answer within {start_timeout_s:.0f} s on queue "
                              f"{request.queues['cpu']!r}; is a worker up? (stack/celery.sh status)") from e
-    run = ingest.ReindexRun.from_dict(handle["run"])
+    run = ReindexRun.from_dict(handle["run"])
     finish = AsyncResult(handle["finish_id"], app=app)
     total = len(run.snapshot)
     seen, last_change = -1, time.monotonic()
@@ -138,9 +149,9 @@ def dispatch_reindex(request: ingest.ReindexRequest, *, progress: Callable[[str,
             if progress:
                 progress("indexing (celery)", done, max(total, 1))
         elif time.monotonic() - last_change > stall_timeout_s:
-            return ingest.finish_reindex(run, ledger)
+            return coordinator.finish_reindex(run, ledger)
         time.sleep(poll_s)
     try:
-        return ingest.ReindexReport.from_dict(finish.get(timeout=start_timeout_s))
+        return ReindexReport.from_dict(finish.get(timeout=start_timeout_s))
     except Exception as e:
         raise IntegrityError(f"reindex {run.run_id}: the finishing task failed: {type(e).__name__}: {e}") from e

@@ -1,0 +1,231 @@
+"""The ingest task functions and the coordinator (docs/ingest.md).
+
+* ``index_file``: read one file's segments from the store in the total order
+  ``(start_time, end_time, id)``, chunk them (the pinned splitter), embed, and write the
+  file's documents to a :class:`~harness.index.ingest.sinks.DocumentSink`; record the
+  outcome in the ledger. It never raises for a bad file: the failure is recorded, so the
+  tally stays complete.
+* the coordinator: ``start_reindex`` takes the lock and snapshots the file list;
+  ``finish_reindex`` tallies and runs the orphan sweep, which FAILS CLOSED: it deletes
+  nothing unless indexed + failed accounts for every snapshotted file, the ledger still
+  holds this run's snapshot and this run still holds the lock.
+
+``--dispatch eager`` calls them in-process (``run_eager``) with a
+:class:`~harness.index.ingest.ledger.MemoryLedger`; ``--dispatch celery`` sends them to
+workers (:mod:`harness.index.ingest.tasks`) with a
+:class:`~harness.index.ingest.ledger.RedisLedger`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import sys
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from harness.errors import IntegrityError, RefusedError, UsageError
+from harness.index import chunking, documents, sentences
+from harness.index.chunking import ChunkingPolicy, chronological
+from harness.index.documents import embedding_text, meeting_documents
+from harness.index.embed import Embedder, SentenceTransformerEmbedder
+from harness.index.ingest.ledger import Ledger, MemoryLedger, lock_key
+from harness.index.ingest.messages import (
+    IndexFileJob,
+    ReindexReport,
+    ReindexRequest,
+    ReindexRun,
+    SweepReport,
+    file_jobs,
+)
+from harness.index.ingest.sinks import DocumentSink, open_sink
+from harness.index.sentences import SPLITTER_IDENTITY
+from harness.model import Meeting
+from harness.store import Segment
+
+
+def _code_digest() -> str:
+    """sha256 of the modules that decide a chunk, as this process loaded them (a stale worker shows)."""
+    h = hashlib.sha256()
+    for module in (chunking, sentences, documents, sys.modules[__name__]):
+        h.update(Path(str(module.__file__)).read_bytes())
+    return h.hexdigest()[:16]
+
+
+CODE_DIGEST: Final = _code_digest()
+
+
+def worker_identity() -> dict[str, Any]:
+    """What indexed: the splitter and code every process must share, and where it ran."""
+    return {"splitter": SPLITTER_IDENTITY, "code_sha256": CODE_DIGEST, "python": sys.version.split()[0],
+            "prefix": sys.prefix, "host": socket.gethostname(), "pid": os.getpid()}
+
+
+
+@lru_cache(maxsize=4)
+def embedder_for(spec: str) -> Embedder:
+    """One loaded model per spec per process (a worker loads it at its first file)."""
+    return SentenceTransformerEmbedder(spec)
+
+
+def meeting_from_segments(header: Mapping[str, Any], segments: Sequence[Segment]) -> Meeting:
+    """A Meeting rebuilt from its media_file row and its segments as the store returned them.
+
+    The store's order ``(start_time, end_time, id)`` and the chunker's ``(start, end,
+    turn index)`` must agree (ids ascend in turn order within a file); if they ever do
+    not, chunk boundaries would depend on which one ran, so this refuses.
+    """
+    by_turn = sorted(segments, key=lambda s: s.turn_index)
+    meeting = Meeting.model_validate({**header, "turns": [s.to_turn() for s in by_turn]})
+    if [s.turn_index for s in segments] != [t.index for t in chronological(meeting.turns)]:
+        raise IntegrityError(f"{meeting.file_uuid}: the store's (start_time, end_time, id) order differs from "
+                             "(start, end, turn index); segment ids do not ascend in turn order")
+    return meeting
+
+
+def _encode(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    if not texts:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    return np.asarray(embedder.encode(texts), dtype=np.float32)
+
+
+def index_file(job: IndexFileJob, ledger: Ledger, embedders: Mapping[str, Embedder] | None = None) -> dict[str, Any]:
+    """Chunk, embed and write one file; record and return its outcome (never raises for the file)."""
+    request = job.request
+    policy = request.policy()
+    result: dict[str, Any] = {"file_uuid": job.file_uuid, "run_id": job.run_id, "splitter": SPLITTER_IDENTITY,
+                              "chunking": policy.to_dict(), "worker": worker_identity()}
+    try:
+        with request.store.open(readonly=True) as store:
+            segments = store.segments(job.file_uuid)
+        meeting = meeting_from_segments(job.header, segments)
+        docs = meeting_documents(meeting, policy, digests=request.digests)
+        resolved = {mode: (embedders[mode] if embedders is not None else embedder_for(spec))
+                    for mode, spec in sorted(request.embedding.items())}
+        vectors = {mode: _encode(e, [embedding_text(d, mode) for d in docs])  # type: ignore[arg-type]
+                   for mode, e in resolved.items()}
+        identities = {mode: e.identity for mode, e in resolved.items()}
+        provenance = {"splitter": SPLITTER_IDENTITY, "chunking": policy.to_dict(), "embedding": identities,
+                      "dimension": {mode: e.dimension for mode, e in resolved.items()}}
+        digest = open_sink(request.sink).write_file(job.file_uuid, docs, vectors, provenance)
+        result.update(status="indexed", segments=len(segments), documents=len(docs),
+                      chunk_documents=sum(1 for d in docs if d.doc_type == "chunk"),
+                      digest_documents=sum(1 for d in docs if d.doc_type == "digest"),
+                      embedding=identities, sha256=digest)
+    except Exception as e:  # recorded as this file's outcome: the tally must stay complete
+        result.update(status="failed", error=f"{type(e).__name__}: {e}")
+    ledger.record(job.run_id, request.sink.target, job.file_uuid, result)
+    return result
+
+
+def start_reindex(request: ReindexRequest, ledger: Ledger, *, run_id: str | None = None) -> ReindexRun:
+    """Take the target's lock, snapshot the file list from the store, record the snapshot."""
+    run_id = run_id or uuid.uuid4().hex
+    ledger.acquire(request.sink.target, run_id)
+    try:
+        with request.store.open(readonly=True) as store:
+            meetings = store.meetings()
+        headers = {m.file_uuid: m.model_dump(mode="json", exclude={"turns"}) for m in meetings}
+        if request.files is not None:
+            missing = sorted(set(request.files) - set(headers))
+            if missing:
+                raise UsageError(f"{len(missing)} file(s) to index are not in the store (first: {missing[0]}); "
+                                 "inject them first")
+            headers = {u: headers[u] for u in request.files}
+        run = ReindexRun(run_id, request, tuple(headers[u] for u in sorted(headers)))
+        ledger.begin(run_id, run.target, run.snapshot)
+    except BaseException:
+        ledger.release(request.sink.target, run_id)
+        raise
+    return run
+
+
+
+def orphan_sweep(run: ReindexRun, ledger: Ledger, sink: DocumentSink) -> SweepReport:
+    """Delete documents of files not in the snapshot, only on a complete tally.
+
+    Declines (deletes nothing) when this run no longer holds the lock, when the ledger no
+    longer holds this run's snapshot, or when indexed + failed does not account for every
+    snapshotted file. Skipping leaves stale documents the next full reindex removes;
+    sweeping on an incomplete tally deletes an index nothing recovers.
+    """
+    holder = ledger.holder(run.target)
+    if holder != run.run_id:
+        return SweepReport(False, f"declined: {lock_key(run.target)} is held by {holder or 'nobody'}, not this "
+                                  f"run {run.run_id}; another coordinator may be running")
+    stored = ledger.snapshot(run.run_id)
+    if stored is None or stored != run.snapshot:
+        return SweepReport(False, f"declined: the ledger no longer holds this run's snapshot of {len(run.snapshot)} "
+                                  "files (expired or overwritten)")
+    outcomes = ledger.outcomes(run.run_id)
+    foreign = sorted(set(outcomes) - run.snapshot)
+    if foreign:
+        return SweepReport(False, f"declined: {len(foreign)} outcome(s) for files outside the snapshot "
+                                  f"(first: {foreign[0]})")
+    unaccounted = sorted(run.snapshot - set(outcomes))
+    if unaccounted:
+        indexed = sum(1 for r in outcomes.values() if r.get("status") == "indexed")
+        return SweepReport(False, f"declined: indexed {indexed} + failed {len(outcomes) - indexed} accounts for "
+                                  f"{len(outcomes)} of {len(run.snapshot)} snapshotted files (first missing: "
+                                  f"{unaccounted[0]})", unaccounted=len(unaccounted))
+    orphans = tuple(sorted(sink.files() - run.snapshot))
+    return SweepReport(True, "complete tally", orphans=orphans, documents_deleted=sink.delete_files(orphans))
+
+
+
+def finish_reindex(run: ReindexRun, ledger: Ledger) -> ReindexReport:
+    """Tally from the ledger (the source of truth), sweep or decline, release the lock."""
+    sweep = orphan_sweep(run, ledger, open_sink(run.request.sink))
+    outcomes = ledger.outcomes(run.run_id)
+    ledger.release(run.target, run.run_id)
+    return ReindexReport(run_id=run.run_id, target=run.target, snapshot=tuple(sorted(run.snapshot)),
+                         results=tuple(outcomes[u] for u in sorted(outcomes)), sweep=sweep)
+
+
+def run_eager(request: ReindexRequest, embedders: Mapping[str, Embedder] | None = None, *,
+              ledger: Ledger | None = None, progress: Callable[[str, int, int], None] | None = None) -> ReindexReport:
+    """The coordinator in-process: the same functions the workers run, one file after another."""
+    ledger = ledger if ledger is not None else MemoryLedger()
+    run = start_reindex(request, ledger)
+    jobs = file_jobs(run)
+    for i, job in enumerate(jobs, start=1):
+        index_file(job, ledger, embedders)
+        if progress:
+            progress("indexing (eager)", i, len(jobs))
+    return finish_reindex(run, ledger)
+
+
+
+def check_report(report: ReindexReport, *, policy: ChunkingPolicy, embedding: Mapping[str, str]) -> None:
+    """Refuse a reindex that does not describe one complete index cut and embedded one way.
+
+    ``embedding`` is the host's model identity per mode. Every file must be indexed, by
+    the host's splitter and chunking policy (the punkt lesson: a worker that cuts
+    differently builds a different index from the same corpus), into one vector space.
+    """
+    if not report.sweep.ran:
+        raise IntegrityError(f"reindex {report.run_id} is incomplete, so the orphan sweep {report.sweep.reason}; "
+                             "no index was assembled (are the workers up? stack/celery.sh status)")
+    if report.failed:
+        first = next(r for r in report.results if r.get("status") == "failed")
+        raise IntegrityError(f"reindex {report.run_id}: {len(report.failed)} of {len(report.snapshot)} files failed "
+                             f"(first: {first['file_uuid']}: {first.get('error')}); fix it and rebuild")
+    splitters = sorted({r["splitter"] for r in report.results})
+    if splitters and splitters != [SPLITTER_IDENTITY]:
+        raise IntegrityError(f"files were chunked by splitter(s) {splitters}, this process has {SPLITTER_IDENTITY}; "
+                             "restart the workers on this code (stack/celery.sh restart)")
+    policies = {json.dumps(r["chunking"], sort_keys=True) for r in report.results}
+    if policies - {json.dumps(policy.to_dict(), sort_keys=True)}:
+        raise IntegrityError(f"files were chunked with {sorted(policies)}, expected {policy.to_dict()}")
+    for mode, identity in sorted(embedding.items()):
+        seen = sorted({r["embedding"][mode] for r in report.results})
+        if seen and seen != [identity]:
+            raise RefusedError(f"embedding_text {mode}: documents embedded by {seen}, configured {identity}; "
+                               "a mixed or foreign vector space is refused")

@@ -1,0 +1,113 @@
+"""The state build's ingest path (``state build --dispatch/--store``, docs/ingest.md).
+
+Snapshot, ``index_file`` per file, the fail-closed sweep, then the embedded index
+assembled from the shards, eagerly in-process or through the Celery workers. The Celery
+app (:mod:`harness.index.ingest.tasks`) is imported only when ``--dispatch celery`` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from harness.errors import IntegrityError, UsageError
+from harness.index.chunking import ChunkingPolicy
+from harness.index.documents import EmbeddingTextMode
+from harness.index.embed import Embedder
+from harness.index.ingest.assemble import assemble_embedded_index
+from harness.index.ingest.coordinator import CODE_DIGEST, check_report, run_eager
+from harness.index.ingest.ledger import Ledger
+from harness.index.ingest.messages import (
+    PG_DSN_ENV,
+    PG_SCHEMA_ENV,
+    ReindexReport,
+    ReindexRequest,
+    SinkSpec,
+    StoreEngine,
+    StoreSpec,
+)
+from harness.index.ingest.sinks import ShardSink
+from harness.index.sentences import SPLITTER_IDENTITY
+from harness.model import Meeting
+
+Dispatch = Literal["eager", "celery"]
+DISPATCH_MODES: tuple[Dispatch, ...] = ("eager", "celery")
+
+
+def run_celery(request: ReindexRequest, embedders: Mapping[str, Embedder] | None = None, *,
+               ledger: Ledger | None = None, progress: Callable[[str, int, int], None] | None = None) -> ReindexReport:
+    from harness.index.ingest.tasks import dispatch_reindex  # celery only when dispatched to it
+
+    return dispatch_reindex(request, progress=progress)
+
+
+DISPATCHERS: Final[dict[str, Callable[..., ReindexReport]]] = {"eager": run_eager, "celery": run_celery}
+
+
+def state_store(state_dir: Path, engine: StoreEngine, meetings: Sequence[Meeting]) -> StoreSpec:
+    """The store the ingest reads: the state's own SQLite file, or the stack's Postgres.
+
+    The state's store.sqlite is already injected. For Postgres the meetings are injected
+    into RAGSWEEP_PG_SCHEMA (default: the DSN's search path) and read back: the skip
+    path keeps a present file's old segments, and an index cut from them would not be
+    this corpus's, so any difference is refused.
+    """
+    if engine == "sqlite":
+        return StoreSpec("sqlite", str((state_dir / "store.sqlite").resolve()))
+    spec = StoreSpec("postgres", PG_DSN_ENV, os.environ.get(PG_SCHEMA_ENV) or None)
+    with spec.open(readonly=False) as store:
+        store.inject(meetings)
+        stored = {m.file_uuid: m for m in store.meetings()}
+    differ = sorted(m.file_uuid for m in meetings if stored.get(m.file_uuid) != m)
+    if differ:
+        raise IntegrityError(f"the Postgres store holds different content for {len(differ)} of {len(meetings)} "
+                             f"files (first: {differ[0]}): injection's skip path refreshes dates only. Use a "
+                             f"fresh {PG_SCHEMA_ENV} or reinject those files with force")
+    return spec
+
+
+def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: Mapping[EmbeddingTextMode, Embedder], *,
+                      policy: ChunkingPolicy, dispatch: Dispatch, store_engine: StoreEngine,
+                      progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Index a state through the tasks: snapshot, index_file per file, sweep, assemble shards.
+
+    Writes ``STATE/index`` and ``STATE/ingest.json`` (how it was indexed: dispatch, store,
+    run, per-file outcomes; provenance outside the claim, like runinfo.json).
+    """
+    by_mode: dict[str, Embedder] = {str(mode): e for mode, e in embedders.items()}
+    if dispatch not in DISPATCHERS:
+        raise UsageError(f"unknown dispatch {dispatch!r}; expected one of {sorted(DISPATCHERS)}")
+    specs = {}
+    for mode, embedder in sorted(by_mode.items()):
+        spec = getattr(embedder, "spec", None)
+        if spec is None and dispatch == "celery":
+            raise UsageError(f"embedding_text {mode}: a worker can only load a model from a spec; "
+                             "give --embedding-model a package or folder")
+        specs[mode] = spec or f"object:{embedder.identity}"
+    shard_dir = (state_dir / "shards").resolve()
+    request = ReindexRequest(store=state_store(state_dir, store_engine, meetings),
+                             sink=SinkSpec("embedded", str(shard_dir)), embedding=specs,
+                             max_words=policy.max_words, files=tuple(sorted(m.file_uuid for m in meetings)))
+    if dispatch == "eager":
+        report = run_eager(request, by_mode, progress=progress)
+    else:
+        report = DISPATCHERS[dispatch](request, progress=progress)
+    check_report(report, policy=policy, embedding={m: e.identity for m, e in by_mode.items()})
+    meta = assemble_embedded_index(ShardSink(shard_dir), state_dir / "index", report.snapshot)
+    shutil.rmtree(shard_dir)
+    record = {
+        "dispatch": dispatch, "store": request.store.describe(), "run_id": report.run_id,
+        "files": len(report.snapshot), "indexed": len(report.indexed), "failed": len(report.failed),
+        "sweep": report.sweep.to_dict(), "splitter": SPLITTER_IDENTITY, "code_sha256": CODE_DIGEST,
+        "queues": dict(request.queues) if dispatch == "celery" else None,
+        "workers": [json.loads(w) for w in sorted({json.dumps(r["worker"], sort_keys=True)
+                                                   for r in report.results})],
+        "per_file": [{k: r.get(k) for k in ("file_uuid", "segments", "documents", "chunk_documents",
+                                            "digest_documents", "sha256")} for r in report.results],
+    }
+    (state_dir / "ingest.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return meta
