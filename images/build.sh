@@ -245,8 +245,10 @@ fi
 # -- what the chart and the cluster pin ---------------------------------------------------
 missing=""
 for n in $ALL; do need_digest "$n" || missing+=" $n"; done
+{ printf 'IMAGE_REGISTRY=%s\n' "$REGISTRY"; for n in $ALL; do [[ -n ${DIGEST[$n]:-} ]] && printf 'IMAGE_%s=%s\n' "${n^^}" "$(ref "$n")"; done; } >"$OUT/images.env.tmp"
+mv "$OUT/images.env.tmp" "$OUT/images.env"
 if [[ -n $missing ]]; then
-  log "not written: $OUT/values.yaml and images.env need every image; never built here:$missing"
+  log "not written: $OUT/values.yaml needs every image; never built here:$missing"
   exit 0
 fi
 {
@@ -260,6 +262,4 @@ fi
   printf 'objectStore:\n  image: {repository: %s/ragsweep/s3proxy, digest: "%s"}\n' "$REGISTRY" "${DIGEST[s3proxy]}"
 } >"$OUT/values.yaml.tmp"
 mv "$OUT/values.yaml.tmp" "$OUT/values.yaml"
-{ printf 'IMAGE_REGISTRY=%s\n' "$REGISTRY"; for n in $ALL; do printf 'IMAGE_%s=%s\n' "${n^^}" "$(ref "$n")"; done; } >"$OUT/images.env.tmp"
-mv "$OUT/images.env.tmp" "$OUT/images.env"
 log "digests in $OUT/images.env and $OUT/values.yaml; package lists in $OUT/sbom/"

@@ -94,8 +94,8 @@ containerd_running() { pid_running "$CTRD_PID" "containerd --config $CTRD_DIR/co
 
 start_containerd() {
   # shellcheck disable=SC1090
-  source "$REPO_ROOT/var/images/images.env" 2>/dev/null \
-    || k8s_die "no var/images/images.env: build and push the images first (make images)"
+  source "$REPO_ROOT/var/images/images.env" 2>/dev/null && [[ -n ${IMAGE_PAUSE:-} && -n ${IMAGE_COREDNS:-} ]] \
+    || k8s_die "no pause or CoreDNS image in var/images/images.env: build and push the images first (make images)"
   mkdir -p "$CTRD_DIR/certs.d/$IMAGE_REGISTRY" "$K8S_DIR/cni/net.d"
   cat >"$CTRD_DIR/certs.d/$IMAGE_REGISTRY/hosts.toml" <<EOF
 # the loopback registry (stack/registry.sh): plain HTTP
