@@ -13,7 +13,7 @@
 #   stack/k8s/cluster.sh recycle  wipe released local volumes and offer them again
 #
 # KUBECONFIG=var/cluster/kubeconfig. The API server and the kubelet listen on the node address
-# 10.243.0.1 (RAGSWEEP_CLUSTER_ADDRESS, a dummy interface on this host) so that pods reach the
+# 10.243.0.1 (RAGSWEEP_CLUSTER_ADDRESS, on an interface of its own on this host) so that pods reach the
 # API server through the kubernetes Service; pods get 10.244.0.0/24, Services 10.96.0.0/16.
 # Exit codes: 0 ok, 1 a component failed (the message names it and its log), 2 a missing tool.
 set -euo pipefail
@@ -84,7 +84,8 @@ host_network() {
     || k8s_die "net.bridge.bridge-nf-call-iptables is missing (the br_netfilter module): Services cannot work"
   sysctl -qw net.bridge.bridge-nf-call-iptables=1
   if ! ip link show "$DUMMY_IF" >/dev/null 2>&1; then
-    ip link add "$DUMMY_IF" type dummy
+    # A bridge with no ports: an interface of its own for the address (this kernel has no dummy module).
+    ip link add "$DUMMY_IF" type bridge
   fi
   ip addr show dev "$DUMMY_IF" | grep -q "inet $K8S_ADDRESS/" || ip addr add "$K8S_ADDRESS/32" dev "$DUMMY_IF"
   ip link set "$DUMMY_IF" up
@@ -126,6 +127,9 @@ state = "$CTRD_DIR/state"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$IMAGE_PAUSE"
   enable_unprivileged_ports = false
+  # Root here lacks CAP_SYS_RESOURCE: runc cannot lower a process's oom_score_adj (the pause
+  # container asks for -998), so adjustments are clamped to containerd's own value.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     default_runtime_name = "runc"
     snapshotter = "overlayfs"
