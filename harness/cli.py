@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TextIO
 
 from harness import __version__
 from harness.errors import EXIT_INTERNAL, HarnessError
@@ -49,7 +52,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes each record to whatever ``sys.stderr`` is at that moment (a test's capture, a pipe)."""
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        pass
+
+
+class _Formatter(logging.Formatter):
+    """INFO is progress printed as is (what library code used to print); WARNING and above say so."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        if record.levelno >= logging.WARNING:
+            return f"ragsweep: {record.levelname.lower()}: {text}"
+        return text
+
+
+@contextmanager
+def logging_to_stderr(level: int = logging.INFO) -> Iterator[None]:
+    """Library code logs to ``harness.*`` loggers; the CLI decides that INFO and above reach stderr.
+
+    Only the ``harness`` logger is configured (botocore, urllib3 keep their own defaults), and only
+    while a command runs, so calling ``main`` many times (tests do) stacks nothing.
+    """
+    logger = logging.getLogger("harness")
+    handler = _StderrHandler()
+    handler.setFormatter(_Formatter("%(message)s"))
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with logging_to_stderr():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

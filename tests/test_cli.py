@@ -86,3 +86,31 @@ def test_bad_fusion_weights_are_refused_with_exit_2(tmp_path: Path, capsys: pyte
     assert code == EXIT_USAGE
     assert "Unusable --fusion configuration" in _one_line_error(capsys)
     assert not (tmp_path / "o").exists()
+
+
+def test_library_logging_reaches_stderr_only_while_a_command_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    from harness.cli import logging_to_stderr
+
+    harness_log = logging.getLogger("harness.sweep.executor")
+    before = list(logging.getLogger("harness").handlers)
+    with logging_to_stderr():
+        harness_log.info("sweep s: 2 arms, 0 already complete, 2 to run on 2 workers")
+        harness_log.debug("not shown")
+        logging.getLogger("harness.retries").warning("put k: attempt 1 failed (Timeout: t); retrying in 1.0s")
+    harness_log.info("after the command: not the CLI's to show")
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("sweep s: 2 arms, 0 already complete, 2 to run on 2 workers\n"
+                            "ragsweep: warning: put k: attempt 1 failed (Timeout: t); retrying in 1.0s\n")
+    assert logging.getLogger("harness").handlers == before
+
+
+def test_main_leaves_no_handler_behind(capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    before = list(logging.getLogger("harness").handlers)
+    assert main([]) == 2  # no command: help and exit 2, through the same logging setup
+    capsys.readouterr()
+    assert logging.getLogger("harness").handlers == before

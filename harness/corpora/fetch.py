@@ -32,6 +32,7 @@ from harness.corpora.integrity import CHUNK_BYTES, Problem, check_artefact, find
 from harness.corpora.manifest import Artefact, Manifest
 from harness.corpora.registry import ManifestArg, Source, get_source, load_source_manifest
 from harness.errors import IntegrityError, LicenceError, UsageError
+from harness.retries import RetryError, call_with_retries
 
 RETRY_ATTEMPTS = 4
 RETRY_BASE_SECONDS = 1.0
@@ -187,23 +188,29 @@ def _is_transient(error: BaseException) -> bool:
 
 def _fetch_one(location: str | Path, target: Path, artefact: Artefact) -> None:
     retry = _is_remote(location)
-    started = _monotonic()
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            _download(location, target, artefact)
-            return
-        except (OSError, http.client.HTTPException) as e:
-            reason = getattr(e, "reason", None) or e
-            if not (retry and _is_transient(e)):
-                raise IntegrityError(f"{artefact.path}: cannot read {location}: {reason}") from e
-            delay = min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** (attempt - 1))
-            if attempt >= RETRY_ATTEMPTS or _monotonic() - started + delay > RETRY_DEADLINE_SECONDS:
-                raise IntegrityError(
-                    f"{artefact.path}: download from {location} failed after {attempt} attempts: {reason}"
-                ) from e
-            _sleep(delay)
+    try:
+        call_with_retries(
+            lambda: _download(location, target, artefact),
+            is_transient=lambda e: retry and isinstance(e, OSError | http.client.HTTPException) and _is_transient(e),
+            what=f"{artefact.path}: download from {location}",
+            deadline_s=RETRY_DEADLINE_SECONDS,
+            base_s=RETRY_BASE_SECONDS,
+            cap_s=RETRY_CAP_SECONDS,
+            max_attempts=RETRY_ATTEMPTS,
+            sleep=_sleep,
+            clock=_monotonic,
+            jitter=None,
+        )
+    except RetryError as gave_up:
+        e = gave_up.last_attempt.exception()
+        reason = getattr(e, "reason", None) or e
+        raise IntegrityError(
+            f"{artefact.path}: download from {location} failed after {gave_up.last_attempt.attempt_number} "
+            f"attempts: {reason}"
+        ) from e
+    except (OSError, http.client.HTTPException) as e:
+        reason = getattr(e, "reason", None) or e
+        raise IntegrityError(f"{artefact.path}: cannot read {location}: {reason}") from e
 
 
 def _download(location: str | Path, target: Path, artefact: Artefact) -> None:

@@ -24,7 +24,8 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,25 +90,53 @@ def compare(folder: Path, results: Path, files: Sequence[str]) -> list[str]:
     return problems
 
 
-def check(names: Sequence[str], *, ci_only: bool, work_root: Path) -> int:
+@dataclass(frozen=True)
+class Checked:
+    """One baseline's verdict: ``ok``, ``FAIL`` (with the problems found) or ``skip`` (with why)."""
+
+    name: str
+    verdict: str
+    why_skipped: str = ""
+    problems: tuple[str, ...] = ()
+
+
+def check(names: Sequence[str], *, ci_only: bool, work_root: Path,
+          on_result: Callable[[Checked], None] | None = None) -> list[Checked]:
+    """Re-derive every selected re-derivable baseline and compare it; ``on_result`` hears each verdict
+    as soon as it is known (a derivation takes a while), and the list of all of them is returned."""
     folders = sorted(p for p in BASELINES.iterdir() if (p / "baseline.json").is_file())
     if names:
         folders = [f for f in folders if f.name in names]
-    problems: list[str] = []
-    checked = 0
+    verdicts: list[Checked] = []
     for folder in folders:
         spec = load(folder)
         if spec["status"] != "re-derivable" or (ci_only and not spec.get("ci")):
-            print(f"skip   {folder.name} ({spec['status']}{'' if spec.get('ci') else ', not in CI'})")
-            continue
-        results = derive(folder, work_root / folder.name)
-        found = compare(folder, results, spec["files"])
-        checked += 1
-        print(f"{'FAIL' if found else 'ok'}     {folder.name}")
-        problems += found
+            verdict = Checked(folder.name, "skip",
+                              why_skipped=f"{spec['status']}{'' if spec.get('ci') else ', not in CI'}")
+        else:
+            found = compare(folder, derive(folder, work_root / folder.name), spec["files"])
+            verdict = Checked(folder.name, "FAIL" if found else "ok", problems=tuple(found))
+        verdicts.append(verdict)
+        if on_result is not None:
+            on_result(verdict)
+    return verdicts
+
+
+# --- the command line (python -m harness.sweep.baselines): the only place this module prints ---
+
+def _print_verdict(verdict: Checked) -> None:
+    if verdict.verdict == "skip":
+        print(f"skip   {verdict.name} ({verdict.why_skipped})")
+    else:
+        print(f"{verdict.verdict}     {verdict.name}")
+
+
+def _check_command(names: Sequence[str], *, ci_only: bool, work_root: Path) -> int:
+    verdicts = check(names, ci_only=ci_only, work_root=work_root, on_result=_print_verdict)
+    problems = [p for v in verdicts for p in v.problems]
     for p in problems:
         print(f"  {p}", file=sys.stderr)
-    if checked == 0:
+    if all(v.verdict == "skip" for v in verdicts):
         print("no baseline was checked", file=sys.stderr)
         return EXIT_INTEGRITY
     return EXIT_INTEGRITY if problems else 0
@@ -128,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     shutil.copyfile(results / file, BASELINES / name / file)
                 print(f"derived {name}")
             return 0
-        return check(args.names, ci_only=args.ci, work_root=args.work)
+        return _check_command(args.names, ci_only=args.ci, work_root=args.work)
     except HarnessError as e:
         print(f"baselines: error: {e}", file=sys.stderr)
         return e.exit_code

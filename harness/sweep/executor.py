@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -36,6 +37,8 @@ from harness.sweep.catalogue import (
     select_arms,
 )
 from harness.sweep.storage import ArtefactStore, LocalFolderStore, S3Store, is_complete
+
+log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -139,8 +142,9 @@ class LocalExecutor:
         return command
 
     def _say(self, text: str) -> None:
+        # Progress, not results: the CLI shows harness INFO records on stderr (harness.cli).
         if not self.quiet:
-            print(text, file=sys.stderr, flush=True)
+            log.info(text)
 
     def run(self, arms: Sequence[Arm], sweep_id: str) -> SweepReport:
         if self.workers < 1:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from harness.errors import HarnessError, InputDataError, IntegrityError, UsageError
+from harness.retries import RetryError, call_with_retries
 from harness.sweep.catalogue import Arm
 
 ARM_FILES: tuple[str, ...] = ("metrics.json", "metrics.md", "per_query.json", "runinfo.json")
@@ -184,7 +185,7 @@ def retry_transient(
     clock: Callable[[], float] = time.monotonic,
     jitter: Callable[[], float] = random.random,
 ) -> T:
-    """Call ``call`` until it succeeds, retrying only transient errors.
+    """Call ``call`` until it succeeds, retrying only transient errors (harness.retries, on tenacity).
 
     Backoff is capped exponential (``min(cap, base * 2**attempt)``), scaled by 0.5-1.0 so
     parallel arms hitting one throttled endpoint do not retry in lockstep, and it really
@@ -192,20 +193,14 @@ def retry_transient(
     naming the attempts. A non-transient error is raised at once, unchanged.
     """
     started = clock()
-    attempt = 0
-    while True:
-        try:
-            return call()
-        except Exception as e:
-            if not is_transient(e):
-                raise
-            delay = min(cap_s, base_s * (2 ** attempt)) * (0.5 + 0.5 * jitter())
-            attempt += 1
-            if clock() + delay - started > deadline_s:
-                raise StorageError(f"{what}: still failing after {attempt} attempts over "
-                                   f"{clock() - started:.1f}s (deadline {deadline_s:g}s): "
-                                   f"{type(e).__name__}: {e}") from e
-            sleep(delay)
+    try:
+        return call_with_retries(call, is_transient=is_transient, what=what, deadline_s=deadline_s, base_s=base_s,
+                                 cap_s=cap_s, sleep=sleep, clock=clock, jitter=jitter)
+    except RetryError as gave_up:
+        e = gave_up.last_attempt.exception()
+        raise StorageError(f"{what}: still failing after {gave_up.last_attempt.attempt_number} attempts over "
+                           f"{clock() - started:.1f}s (deadline {deadline_s:g}s): "
+                           f"{type(e).__name__}: {e}") from e
 
 
 # --- S3 ------------------------------------------------------------------------------------------
