@@ -11,8 +11,8 @@ Checked here:
 
 * no import circle anywhere in harness/;
 * each stage imports only from earlier stages and the shared foundation (``harness``,
-  ``harness.model``, ``harness.errors``, ``harness.inputfiles``); ``harness.cli``/``harness.commands`` (the CLI)
-  may import anything and nothing imports them; jobs/ is outside the package;
+  ``harness.model``, ``harness.errors``, ``harness.inputfiles``, ``harness.retries``);
+  ``harness.cli``/``harness.commands`` (the CLI) may import anything and nothing imports them; jobs/ is outside the package;
 * the stage order is the one docs/architecture.md draws, so the diagram cannot drift;
 * inside index, the building blocks come before index/opensearch, which comes before
   index/ingest, and the Celery app is imported by no module of the index stage (the
@@ -40,8 +40,10 @@ ARCHITECTURE_MD = REPO / "docs" / "architecture.md"
 STAGES: tuple[str, ...] = ("corpora", "synthetic", "store", "index", "state", "retrieval", "judge", "metrics",
                            "answers", "report", "bench", "sweep")
 # What every stage may import: the package root (``__version__``), the shared types, the errors,
-# and the one reader of input files (a folder or bad bytes where a file is expected: exit 4).
-FOUNDATION: frozenset[str] = frozenset({"harness", "harness.model", "harness.errors", "harness.inputfiles"})
+# the one reader of input files (a folder or bad bytes where a file is expected: exit 4), and the
+# one retry policy (tenacity, with the injected clock and sleep the retry tests drive).
+FOUNDATION: frozenset[str] = frozenset({"harness", "harness.model", "harness.errors", "harness.inputfiles",
+                                        "harness.retries"})
 # The CLI: enters configuration and may import any stage; no stage imports it.
 ENTRYPOINTS: tuple[str, ...] = ("harness.__main__", "harness.cli", "harness.commands")
 # Sub-stages of index, in import order: building blocks, the stack backend, ingest.

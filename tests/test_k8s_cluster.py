@@ -124,7 +124,8 @@ def release(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                                   "-f", str(ROOT / "charts" / "ragsweep" / "ci" / "single-node-values.yaml"),
                                   "-f", str(IMAGES / "values.yaml"), "--set", "tests.enabled=false",
                                   "--wait", "--timeout", "15m"], capture_output=True, text=True, timeout=1000)
-        assert install.returncode == 0, f"helm install: {install.stderr[-2000:]}\n{kubectl('-n', namespace, 'get', 'pods', '-o', 'wide', check=False)}"
+        pods = kubectl("-n", namespace, "get", "pods", "-o", "wide", check=False)
+        assert install.returncode == 0, f"helm install: {install.stderr[-2000:]}\n{pods}"
         config.load_kube_config(str(cluster))
         core, batch = k.CoreV1Api(), k.BatchV1Api()
         port = 19100 + os.getpid() % 800

@@ -61,9 +61,11 @@ def test_a_pod_no_node_can_ever_run_is_reported_with_the_schedulers_words() -> N
     assert unschedulable(pending_pod(NO_GPU)) == NO_GPU
 
 
-@pytest.mark.parametrize("pod", [pending_pod(BUSY), pending_pod(NO_GPU, phase="Running"),
-                                 pending_pod("0/2 nodes are available: preemption: 0/2 nodes are available: "
-                                             "1 Preemption is not helpful for scheduling, 1 No preemption victims found")])
+HALF = ("0/2 nodes are available: preemption: 0/2 nodes are available: "
+        "1 Preemption is not helpful for scheduling, 1 No preemption victims found")
+
+
+@pytest.mark.parametrize("pod", [pending_pod(BUSY), pending_pod(NO_GPU, phase="Running"), pending_pod(HALF)])
 def test_a_pod_waiting_for_room_is_waited_for(pod: k.V1Pod) -> None:
     assert unschedulable(pod) is None
 

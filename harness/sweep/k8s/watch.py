@@ -15,7 +15,6 @@ reason and the log lines are then the init container's, and the report names it.
 from __future__ import annotations
 
 import re
-
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
