@@ -74,8 +74,21 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
-{{/* Connection settings every harness pod shares; credentials enter by secretKeyRef only. */}}
-{{- define "ragsweep.stackEnv" -}}
+{{- define "ragsweep.opensearch.url" -}}
+{{- printf "http://%s:9200" (include "ragsweep.component" (list . "opensearch")) -}}
+{{- end -}}
+
+{{/* The PostgreSQL DSN carries no password: libpq reads PGPASSWORD. */}}
+{{- define "ragsweep.postgresql.dsn" -}}
+{{- printf "postgresql://%s@%s:5432/%s" .Values.postgresql.user (include "ragsweep.component" (list . "postgresql")) .Values.postgresql.database -}}
+{{- end -}}
+
+{{/* Environment, one helper per service a container talks to, so that each container gets
+the credentials of the services it uses and no other (credentials by secretKeyRef only).
+Compose them per container: object store, OpenSearch, PostgreSQL, Redis, runtime. */}}
+
+{{/* The object store: the artefact URL, its endpoint, and its access key pair. */}}
+{{- define "ragsweep.env.objectStore" -}}
 - name: RAGSWEEP_STORE
   value: {{ include "ragsweep.objectStore.url" . | quote }}
 - name: RAGSWEEP_S3_ENDPOINT
@@ -92,17 +105,29 @@ app.kubernetes.io/instance: {{ .Release.Name }}
     secretKeyRef:
       name: {{ include "ragsweep.objectStore.secretName" . }}
       key: {{ .Values.objectStore.secretAccessKeyKey }}
+{{- end -}}
+
+{{/* OpenSearch: plain HTTP, no credential (the security plugin is disabled). */}}
+{{- define "ragsweep.env.opensearch" -}}
 - name: RAGSWEEP_OPENSEARCH_URL
-  value: {{ printf "http://%s:9200" (include "ragsweep.component" (list . "opensearch")) | quote }}
+  value: {{ include "ragsweep.opensearch.url" . | quote }}
 - name: RAGSWEEP_OPENSEARCH_KNN_ENGINE
   value: {{ .Values.opensearch.knnEngine | quote }}
+{{- end -}}
+
+{{/* PostgreSQL: the DSN and PGPASSWORD. */}}
+{{- define "ragsweep.env.postgresql" -}}
 - name: PGPASSWORD
   valueFrom:
     secretKeyRef:
       name: {{ include "ragsweep.postgresql.secretName" . }}
       key: {{ .Values.postgresql.passwordKey }}
 - name: RAGSWEEP_PG_DSN
-  value: {{ printf "postgresql://%s@%s:5432/%s" .Values.postgresql.user (include "ragsweep.component" (list . "postgresql")) .Values.postgresql.database | quote }}
+  value: {{ include "ragsweep.postgresql.dsn" . | quote }}
+{{- end -}}
+
+{{/* Redis: the password, then the URL Kubernetes assembles from it ($(REDIS_PASSWORD) must come first). */}}
+{{- define "ragsweep.env.redis" -}}
 - name: REDIS_PASSWORD
   valueFrom:
     secretKeyRef:
@@ -110,6 +135,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
       key: {{ .Values.redis.passwordKey }}
 - name: RAGSWEEP_REDIS_URL
   value: {{ printf "redis://:$(REDIS_PASSWORD)@%s:6379/0" (include "ragsweep.component" (list . "redis")) | quote }}
+{{- end -}}
+
+{{/* What every harness process needs on a read-only root: caches on the scratch volume, no model hub. */}}
+{{- define "ragsweep.env.runtime" -}}
 - name: HF_HUB_OFFLINE
   value: "1"
 - name: TRANSFORMERS_OFFLINE
