@@ -66,6 +66,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{/* The TCP port of the object store's endpoint: explicit in the URL, else 443 (https) or 80 (http). */}}
+{{- define "ragsweep.objectStore.port" -}}
+{{- $url := urlParse (include "ragsweep.objectStore.endpoint" .) -}}
+{{- $port := regexFind ":[0-9]+$" $url.host | trimPrefix ":" -}}
+{{- if $port -}}{{- $port -}}{{- else if eq $url.scheme "http" -}}80{{- else -}}443{{- end -}}
+{{- end -}}
+
 {{- define "ragsweep.objectStore.url" -}}
 {{- if .Values.objectStore.prefix -}}
 {{- printf "s3://%s/%s" .Values.objectStore.bucket (trimAll "/" .Values.objectStore.prefix) -}}
@@ -200,8 +207,13 @@ seccompProfile:
 {{- if not .Values.objectStore.existingSecret -}}
 {{- $problems = append $problems "objectStore.existingSecret: required when objectStore.mode is external (the chart never generates credentials for a store it does not run)" -}}
 {{- end -}}
+{{- if and .Values.networkPolicy.enabled (not .Values.networkPolicy.externalObjectStoreCIDRs) -}}
+{{- $problems = append $problems "networkPolicy.externalObjectStoreCIDRs: required when objectStore.mode is external and networkPolicy.enabled (the address ranges of objectStore.endpoint; without them the injector, arms and collector may reach no object store)" -}}
+{{- end -}}
 {{- else if .Values.objectStore.endpoint -}}
 {{- $problems = append $problems "objectStore.endpoint: set only for mode external (internal uses the in-namespace server)" -}}
+{{- else if .Values.networkPolicy.externalObjectStoreCIDRs -}}
+{{- $problems = append $problems "networkPolicy.externalObjectStoreCIDRs: set only for objectStore.mode external (the internal server is reached by its pods' labels)" -}}
 {{- end -}}
 {{- if and .Values.workers.embedding.gpu (lt (int .Values.gpu.count) 1) -}}
 {{- $problems = append $problems "gpu.count: must be at least 1 when workers.embedding.gpu is true" -}}
