@@ -10,6 +10,7 @@ these tests skip and say so.
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import re
 import shutil
@@ -141,12 +142,266 @@ def test_rbac_is_namespaced_and_least_privilege(scenario: tuple[Path, list[dict[
     assert all(set(rule["verbs"]) <= {"get", "list", "watch"} for rule in collector["rules"])
 
 
-def test_network_policy_admits_only_this_namespace() -> None:
-    docs = render(str(CHART / "ci" / "default-values.yaml"))
-    (policy,) = [d for d in docs if d["kind"] == "NetworkPolicy"]
-    assert policy["spec"]["podSelector"] == {}
-    assert policy["spec"]["policyTypes"] == ["Ingress"]
-    assert policy["spec"]["ingress"] == [{"from": [{"podSelector": {}}]}]
+# --- pod security: NetworkPolicies, credentials per container, security contexts ----------------
+
+RELEASE = "rs"
+SWEEP_ID = "fusion-0123456789ab"
+# Who talks to whom (harness.index.tasks, the injector's containers, jobs/arm.py, jobs/collect.py,
+# the helm test pods): service -> (port, its clients). Egress is the same table read the other way.
+SERVICES: dict[str, tuple[int, frozenset[str]]] = {
+    "opensearch": (9200, frozenset({"worker-embedding", "worker-cpu", "injector", "arm", "test"})),
+    "postgresql": (5432, frozenset({"worker-embedding", "worker-cpu", "injector", "arm", "test"})),
+    "redis": (6379, frozenset({"worker-embedding", "worker-cpu", "injector", "test"})),
+    "object-store": (9000, frozenset({"injector", "arm", "collector", "test"})),
+}
+EXPECTED_EGRESS: dict[str, frozenset[str]] = {
+    "opensearch": frozenset(), "postgresql": frozenset(), "redis": frozenset(), "object-store": frozenset(),
+    "worker-embedding": frozenset({"redis", "opensearch", "postgresql"}),
+    "worker-cpu": frozenset({"redis", "opensearch", "postgresql"}),
+    "injector": frozenset({"object-store", "redis", "opensearch", "postgresql"}),
+    "arm": frozenset({"object-store", "opensearch", "postgresql"}),
+    "collector": frozenset({"object-store"}),
+    "test": frozenset({"opensearch", "postgresql", "redis", "object-store"}),
+}
+# (component, container) -> the credentials it may reference, by role; anything more or less fails.
+EXPECTED_CREDENTIALS: dict[tuple[str, str], frozenset[str]] = {
+    ("opensearch", "opensearch"): frozenset(),
+    ("postgresql", "postgresql"): frozenset({"pg"}),
+    ("redis", "redis"): frozenset({"redis"}),
+    ("object-store", "bucket"): frozenset(),
+    ("object-store", "s3"): frozenset({"s3-id", "s3-secret"}),
+    ("worker-embedding", "worker"): frozenset({"pg", "redis"}),
+    ("worker-cpu", "worker"): frozenset({"pg", "redis"}),
+    ("injector", "fetch-corpora"): frozenset({"s3-id", "s3-secret"}),
+    ("injector", "build-state"): frozenset({"pg", "redis"}),
+    ("injector", "publish-state"): frozenset({"s3-id", "s3-secret"}),
+    ("arm", "fetch-state"): frozenset({"s3-id", "s3-secret"}),
+    ("arm", "fetch-reranker"): frozenset({"s3-id", "s3-secret"}),
+    ("arm", "arm"): frozenset({"s3-id", "s3-secret", "pg"}),
+    ("collector", "collector"): frozenset({"s3-id", "s3-secret"}),
+    ("test", "opensearch"): frozenset(),
+    ("test", "postgresql"): frozenset(),
+    ("test", "redis"): frozenset({"redis"}),
+    ("test", "object-store"): frozenset({"s3-id", "s3-secret"}),
+}
+
+
+def _values(path: Path) -> dict[str, Any]:
+    """The chart's values.yaml with the scenario's file over it (the keys these tests read)."""
+    def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+        out = dict(base)
+        for key, value in over.items():
+            out[key] = merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) \
+                else value
+        return out
+    return merge(yaml.safe_load((CHART / "values.yaml").read_text()), yaml.safe_load(path.read_text()) or {})
+
+
+def _release_pods(docs: list[dict[str, Any]], path: Path) -> list[tuple[str, dict[str, str], dict[str, Any]]]:
+    """(where, labels, pod spec) of every pod the release runs: the chart's, and the launcher's Jobs
+    (a CPU arm, a rerank arm and the collector) built from the chart's own launcher ConfigMap."""
+    pods = []
+    for doc in docs:
+        if doc["kind"] in ("Deployment", "StatefulSet", "Job"):
+            template = doc["spec"]["template"]
+            pods.append((f"{doc['kind']}/{doc['metadata']['name']}", template["metadata"]["labels"], template["spec"]))
+        elif doc["kind"] == "Pod":
+            pods.append((f"Pod/{doc['metadata']['name']}", doc["metadata"]["labels"], doc["spec"]))
+    (configmap,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-launcher")]
+    settings = parse_settings(configmap["data"]["settings.json"], path.name)
+    cpu_arm = next(a for a in CATALOGUE.arms if not a.needs_reranker)
+    gpu_arm = next(a for a in CATALOGUE.arms if a.needs_reranker)
+    jobs = [build_arm_job(settings, cpu_arm, SWEEP_ID), build_collector_job(settings, SWEEP_ID, "fusion"),
+            build_arm_job(settings, gpu_arm, SWEEP_ID, reranker_key="rerankers/r/reranker.tar.gz")]
+    for job in map(serialize, jobs):
+        template = job["spec"]["template"]
+        pods.append((f"launcher Job/{job['metadata']['name']}", template["metadata"]["labels"], template["spec"]))
+    return pods
+
+
+def _policies(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == "NetworkPolicy"]
+
+
+def _selects(policy: dict[str, Any], labels: dict[str, str]) -> bool:
+    selector = policy["spec"]["podSelector"]
+    assert set(selector) <= {"matchLabels"}, policy["metadata"]["name"]
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+
+
+def _peer(peer: dict[str, Any]) -> str:
+    """A policy peer as one readable word: pod:<component>, dns, namespace:<name>, cidr:<block>."""
+    if "ipBlock" in peer:
+        assert set(peer) == {"ipBlock"} and "except" not in peer["ipBlock"], peer
+        return f"cidr:{peer['ipBlock']['cidr']}"
+    if "namespaceSelector" in peer:
+        namespace = peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+        if "podSelector" in peer:
+            assert (namespace, peer["podSelector"]) == ("kube-system", {"matchLabels": {"k8s-app": "kube-dns"}}), peer
+            return "dns"
+        return f"namespace:{namespace}"
+    labels = peer["podSelector"]["matchLabels"]
+    assert set(labels) == {"app.kubernetes.io/instance", "app.kubernetes.io/component"}, peer
+    assert labels["app.kubernetes.io/instance"] == RELEASE, peer
+    return f"pod:{labels['app.kubernetes.io/component']}"
+
+
+def _allowed(policies: list[dict[str, Any]], labels: dict[str, str], direction: str) -> set[tuple[str, str, int]]:
+    """Every (peer, protocol, port) the policies that select a pod with ``labels`` allow in ``direction``."""
+    key, side = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
+    allowed = set()
+    for policy in policies:
+        if not _selects(policy, labels) or direction not in policy["spec"]["policyTypes"]:
+            continue
+        for rule in policy["spec"].get(key) or []:
+            assert rule.get(side) and rule.get("ports"), f"{policy['metadata']['name']}: a rule open to all"
+            allowed |= {(_peer(p), port.get("protocol", "TCP"), port["port"]) for p in rule[side]
+                        for port in rule["ports"]}
+    return allowed
+
+
+def _expected_traffic(path: Path, component: str) -> tuple[set[tuple[str, str, int]], set[tuple[str, str, int]]]:
+    """(ingress, egress) a component should have under the scenario's values, from the tables above."""
+    values = _values(path)
+    policy = values["networkPolicy"]
+    tests = values["tests"]["enabled"]
+    external = values["objectStore"]["mode"] == "external"
+    ingress: set[tuple[str, str, int]] = set()
+    if component in SERVICES and not (component == "object-store" and external):
+        port, clients = SERVICES[component]
+        ingress = {(f"pod:{c}", "TCP", port) for c in clients if tests or c != "test"}
+        ingress |= {(f"namespace:{n}", "TCP", port) for n in policy["allowNamespaces"]}
+    egress = {("dns", proto, port) for port in policy["dnsPorts"] for proto in ("UDP", "TCP")}
+    for service in EXPECTED_EGRESS[component]:
+        if service == "object-store" and external:
+            endpoint_port = 443 if values["objectStore"]["endpoint"].startswith("https://") else 80
+            egress |= {(f"cidr:{c}", "TCP", endpoint_port) for c in policy["externalObjectStoreCIDRs"]}
+        else:
+            egress.add((f"pod:{service}", "TCP", SERVICES[service][0]))
+    return ingress, egress
+
+
+def test_every_pod_of_the_release_is_under_default_deny_both_ways(
+        scenario: tuple[Path, list[dict[str, Any]]]) -> None:
+    path, docs = scenario
+    policies = _policies(docs)
+    for policy in policies:
+        assert policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/instance"] == RELEASE
+    deny = [p for p in policies if not p["spec"].get("ingress") and not p["spec"].get("egress")
+            and set(p["spec"]["policyTypes"]) == {"Ingress", "Egress"}]
+    pods = _release_pods(docs, path)
+    components = {labels["app.kubernetes.io/component"] for _, labels, _ in pods}
+    assert components >= {"opensearch", "postgresql", "redis", "worker-embedding", "worker-cpu", "injector", "arm",
+                          "collector"}, components
+    for where, labels, _ in pods:
+        assert any(_selects(p, labels) for p in deny), f"{where}: no default-deny selects it"
+        own = [p for p in policies if _selects(p, labels)
+               and p["spec"]["podSelector"]["matchLabels"].get("app.kubernetes.io/component")]
+        assert [set(p["spec"]["policyTypes"]) for p in own] == [{"Ingress", "Egress"}], \
+            f"{where}: wants exactly one policy of its own, with both policyTypes"
+    assert not any(_selects(p, {"app.kubernetes.io/instance": "another-release", "app.kubernetes.io/component": c})
+                   for p in policies for c in components)
+
+
+def test_each_component_has_exactly_the_traffic_it_needs(scenario: tuple[Path, list[dict[str, Any]]]) -> None:
+    path, docs = scenario
+    policies = _policies(docs)
+    seen = set()
+    for where, labels, _ in _release_pods(docs, path):
+        component = labels["app.kubernetes.io/component"]
+        seen.add(component)
+        ingress, egress = _expected_traffic(path, component)
+        assert _allowed(policies, labels, "Ingress") == ingress, f"{where} ({component}) ingress"
+        assert _allowed(policies, labels, "Egress") == egress, f"{where} ({component}) egress"
+    assert ("test" in seen) == _values(path)["tests"]["enabled"]
+    assert ("object-store" in seen) == (_values(path)["objectStore"]["mode"] == "internal")
+
+
+@functools.lru_cache(maxsize=1)
+def _rendered_external() -> list[dict[str, Any]]:
+    return render(str(CHART / "ci" / "existing-secrets-values.yaml"))
+
+
+@pytest.mark.parametrize(("component", "ingress", "egress"), [
+    ("opensearch", {("pod:worker-embedding", "TCP", 9200), ("pod:worker-cpu", "TCP", 9200),
+                    ("pod:injector", "TCP", 9200), ("pod:arm", "TCP", 9200), ("pod:test", "TCP", 9200),
+                    ("namespace:monitoring", "TCP", 9200)}, set()),
+    ("redis", {("pod:worker-embedding", "TCP", 6379), ("pod:worker-cpu", "TCP", 6379), ("pod:injector", "TCP", 6379),
+               ("pod:test", "TCP", 6379), ("namespace:monitoring", "TCP", 6379)}, set()),
+    ("arm", set(), {("cidr:203.0.113.0/24", "TCP", 443), ("pod:opensearch", "TCP", 9200),
+                    ("pod:postgresql", "TCP", 5432)}),
+    ("collector", set(), {("cidr:203.0.113.0/24", "TCP", 443)}),
+    ("injector", set(), {("cidr:203.0.113.0/24", "TCP", 443), ("pod:opensearch", "TCP", 9200),
+                         ("pod:postgresql", "TCP", 5432), ("pod:redis", "TCP", 6379)}),
+])
+def test_external_store_scenario_spelled_out(component: str, ingress: set[Any], egress: set[Any]) -> None:
+    """The table above, written out by hand for the external-store scenario (no derivation to trust)."""
+    docs = _rendered_external()
+    dns = {("dns", "UDP", 53), ("dns", "TCP", 53)}
+    labels = {"app.kubernetes.io/instance": RELEASE, "app.kubernetes.io/component": component}
+    assert _allowed(_policies(docs), labels, "Ingress") == ingress
+    assert _allowed(_policies(docs), labels, "Egress") == egress | dns
+
+
+@pytest.mark.parametrize("extra", [(), ("objectStore.mode=external", "objectStore.endpoint=http://10.1.2.3:9000",
+                                        "objectStore.existingSecret=s3")], ids=["internal", "external"])
+def test_network_policy_disabled_renders_none(extra: tuple[str, ...]) -> None:
+    docs = render(str(CHART / "ci" / "default-values.yaml"), sets=("networkPolicy.enabled=false", *extra))
+    assert _policies(docs) == []
+
+
+def test_external_store_port_comes_from_the_endpoint() -> None:
+    docs = render(str(CHART / "ci" / "default-values.yaml"),
+                  sets=("objectStore.mode=external", "objectStore.endpoint=http://10.1.2.3:9100",
+                        "objectStore.existingSecret=s3", "networkPolicy.externalObjectStoreCIDRs={10.1.2.3/32}"))
+    labels = {"app.kubernetes.io/instance": RELEASE, "app.kubernetes.io/component": "collector"}
+    assert _allowed(_policies(docs), labels, "Egress") == {("cidr:10.1.2.3/32", "TCP", 9100),
+                                                           ("dns", "UDP", 53), ("dns", "TCP", 53)}
+
+
+def test_external_cidrs_are_refused_for_the_internal_store() -> None:
+    result = helm("template", "rs", str(CHART), "--kube-version", KUBE_VERSION,
+                  "-f", str(CHART / "ci" / "default-values.yaml"),
+                  "--set", "networkPolicy.externalObjectStoreCIDRs={10.0.0.0/8}", check=False)
+    assert result.returncode != 0 and "externalObjectStoreCIDRs: set only for objectStore.mode external" \
+        in result.stderr, result.stderr
+
+
+def _secret_roles(path: Path) -> dict[tuple[str, str], str]:
+    values = _values(path)
+    pg, redis, store = values["postgresql"], values["redis"], values["objectStore"]
+    s3 = store["existingSecret"] or "rs-ragsweep-object-store"
+    return {(pg["existingSecret"] or "rs-ragsweep-postgresql", pg["passwordKey"]): "pg",
+            (redis["existingSecret"] or "rs-ragsweep-redis", redis["passwordKey"]): "redis",
+            (s3, store["accessKeyIdKey"]): "s3-id", (s3, store["secretAccessKeyKey"]): "s3-secret"}
+
+
+def test_each_container_references_only_the_credentials_it_uses(
+        scenario: tuple[Path, list[dict[str, Any]]]) -> None:
+    path, docs = scenario
+    roles = _secret_roles(path)
+    seen = set()
+    for where, labels, spec in _release_pods(docs, path):
+        assert not any("secret" in v or "projected" in v for v in spec.get("volumes", [])), f"{where}: secret volume"
+        for c in spec.get("initContainers", []) + spec["containers"]:
+            key = (labels["app.kubernetes.io/component"], c["name"])
+            seen.add(key)
+            assert "envFrom" not in c, f"{where}/{c['name']}: envFrom hands over a whole Secret"
+            refs = [(e["valueFrom"]["secretKeyRef"]["name"], e["valueFrom"]["secretKeyRef"]["key"])
+                    for e in c.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})]
+            assert all(ref in roles for ref in refs), f"{where}/{c['name']}: unknown Secret in {refs}"
+            assert {roles[ref] for ref in refs} == EXPECTED_CREDENTIALS[key], f"{where}/{c['name']}"
+    assert {k for k in EXPECTED_CREDENTIALS if k[0] not in ("test", "object-store")} <= seen
+
+
+def test_every_container_is_non_root_on_a_read_only_root(scenario: tuple[Path, list[dict[str, Any]]]) -> None:
+    path, docs = scenario
+    for where, _, spec in _release_pods(docs, path):
+        for c in spec.get("initContainers", []) + spec["containers"]:
+            context = c.get("securityContext", {})
+            assert context.get("readOnlyRootFilesystem") is True, f"{where}/{c['name']}"
+            assert context.get("runAsNonRoot") is True, f"{where}/{c['name']}"
+            assert context.get("allowPrivilegeEscalation") is False, f"{where}/{c['name']}"
 
 
 def test_gpu_scenario_places_the_embedding_worker_on_gpu_nodes() -> None:
@@ -181,10 +436,11 @@ def test_validate_values_fails_once_listing_every_problem() -> None:
     assert result.returncode != 0
     message = result.stderr
     assert message.count("problem(s) with the values") == 1
-    assert "7 problem(s)" in message
-    for expected in ("images.cpu.digest", "images.worker.digest", "images.gpu.digest", "objectStore.endpoint: required",
+    assert "11 problem(s)" in message
+    for expected in ("images.cpu.digest", "images.worker.digest", "images.gpu.digest", "opensearch.image.digest",
+                     "postgresql.image.digest", "redis.image.digest", "objectStore.endpoint: required",
                      "objectStore.existingSecret: required", "corpus.names: a corpus is named twice",
-                     "CPU arms would land on GPU nodes"):
+                     "CPU arms would land on GPU nodes", "networkPolicy.externalObjectStoreCIDRs: required"):
         assert expected in message, expected
 
 

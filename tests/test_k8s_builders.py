@@ -210,6 +210,31 @@ def test_no_collector_spec_carries_a_credential() -> None:
     assert credential_findings(serialize(build_collector_job(S, SWEEP, "fusion"))) == []
 
 
+# Each container references only the Secrets it uses: the sync init containers and the collector
+# the object store's key pair, the arm container that pair and PGPASSWORD (its answers read
+# PostgreSQL); nothing gets Redis's. tests/test_chart.py checks the same against the chart's own pods.
+_STORE_KEYS = {("rs-ragsweep-object-store", "access-key-id"), ("rs-ragsweep-object-store", "secret-access-key")}
+
+
+@pytest.mark.parametrize(("arm", "gpu"), CASES, ids=IDS)
+def test_each_container_gets_only_the_secrets_it_uses(arm: Arm, gpu: bool) -> None:
+    spec = job_for(arm)["spec"]["template"]["spec"]
+    refs = {c["name"]: {(e["valueFrom"]["secretKeyRef"]["name"], e["valueFrom"]["secretKeyRef"]["key"])
+                        for e in c["env"] if "valueFrom" in e} for c in spec["initContainers"] + spec["containers"]}
+    expected = {"fetch-state": _STORE_KEYS, "arm": _STORE_KEYS | {("rs-ragsweep-postgresql", "password")}}
+    if gpu:
+        expected["fetch-reranker"] = _STORE_KEYS
+    assert refs == expected
+
+
+def test_the_collector_gets_the_store_keys_and_no_database_password() -> None:
+    (container,) = serialize(build_collector_job(S, SWEEP, "fusion"))["spec"]["template"]["spec"]["containers"]
+    env = env_of(container)
+    assert {(v["valueFrom"]["secretKeyRef"]["name"], v["valueFrom"]["secretKeyRef"]["key"])
+            for v in env.values() if "valueFrom" in v} == _STORE_KEYS
+    assert not {"PGPASSWORD", "REDIS_PASSWORD", "RAGSWEEP_PG_DSN", "RAGSWEEP_OPENSEARCH_URL"} & set(env)
+
+
 def test_the_credential_scan_can_fail() -> None:
     leaky = settings(extraEnv={"DB_PASSWORD": "hunter2hunter2",
                                "RAGSWEEP_PG_DSN": "postgresql://ragsweep:hunter2@db:5432/ragsweep",

@@ -66,6 +66,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{/* The TCP port of the object store's endpoint: explicit in the URL, else 443 (https) or 80 (http). */}}
+{{- define "ragsweep.objectStore.port" -}}
+{{- $url := urlParse (include "ragsweep.objectStore.endpoint" .) -}}
+{{- $port := regexFind ":[0-9]+$" $url.host | trimPrefix ":" -}}
+{{- if $port -}}{{- $port -}}{{- else if eq $url.scheme "http" -}}80{{- else -}}443{{- end -}}
+{{- end -}}
+
 {{- define "ragsweep.objectStore.url" -}}
 {{- if .Values.objectStore.prefix -}}
 {{- printf "s3://%s/%s" .Values.objectStore.bucket (trimAll "/" .Values.objectStore.prefix) -}}
@@ -74,8 +81,21 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
-{{/* Connection settings every harness pod shares; credentials enter by secretKeyRef only. */}}
-{{- define "ragsweep.stackEnv" -}}
+{{- define "ragsweep.opensearch.url" -}}
+{{- printf "http://%s:9200" (include "ragsweep.component" (list . "opensearch")) -}}
+{{- end -}}
+
+{{/* The PostgreSQL DSN carries no password: libpq reads PGPASSWORD. */}}
+{{- define "ragsweep.postgresql.dsn" -}}
+{{- printf "postgresql://%s@%s:5432/%s" .Values.postgresql.user (include "ragsweep.component" (list . "postgresql")) .Values.postgresql.database -}}
+{{- end -}}
+
+{{/* Environment, one helper per service a container talks to, so that each container gets
+the credentials of the services it uses and no other (credentials by secretKeyRef only).
+Compose them per container: object store, OpenSearch, PostgreSQL, Redis, runtime. */}}
+
+{{/* The object store: the artefact URL, its endpoint, and its access key pair. */}}
+{{- define "ragsweep.env.objectStore" -}}
 - name: RAGSWEEP_STORE
   value: {{ include "ragsweep.objectStore.url" . | quote }}
 - name: RAGSWEEP_S3_ENDPOINT
@@ -92,17 +112,29 @@ app.kubernetes.io/instance: {{ .Release.Name }}
     secretKeyRef:
       name: {{ include "ragsweep.objectStore.secretName" . }}
       key: {{ .Values.objectStore.secretAccessKeyKey }}
+{{- end -}}
+
+{{/* OpenSearch: plain HTTP, no credential (the security plugin is disabled). */}}
+{{- define "ragsweep.env.opensearch" -}}
 - name: RAGSWEEP_OPENSEARCH_URL
-  value: {{ printf "http://%s:9200" (include "ragsweep.component" (list . "opensearch")) | quote }}
+  value: {{ include "ragsweep.opensearch.url" . | quote }}
 - name: RAGSWEEP_OPENSEARCH_KNN_ENGINE
   value: {{ .Values.opensearch.knnEngine | quote }}
+{{- end -}}
+
+{{/* PostgreSQL: the DSN and PGPASSWORD. */}}
+{{- define "ragsweep.env.postgresql" -}}
 - name: PGPASSWORD
   valueFrom:
     secretKeyRef:
       name: {{ include "ragsweep.postgresql.secretName" . }}
       key: {{ .Values.postgresql.passwordKey }}
 - name: RAGSWEEP_PG_DSN
-  value: {{ printf "postgresql://%s@%s:5432/%s" .Values.postgresql.user (include "ragsweep.component" (list . "postgresql")) .Values.postgresql.database | quote }}
+  value: {{ include "ragsweep.postgresql.dsn" . | quote }}
+{{- end -}}
+
+{{/* Redis: the password, then the URL Kubernetes assembles from it ($(REDIS_PASSWORD) must come first). */}}
+{{- define "ragsweep.env.redis" -}}
 - name: REDIS_PASSWORD
   valueFrom:
     secretKeyRef:
@@ -110,6 +142,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
       key: {{ .Values.redis.passwordKey }}
 - name: RAGSWEEP_REDIS_URL
   value: {{ printf "redis://:$(REDIS_PASSWORD)@%s:6379/0" (include "ragsweep.component" (list . "redis")) | quote }}
+{{- end -}}
+
+{{/* What every harness process needs on a read-only root: caches on the scratch volume, no model hub. */}}
+{{- define "ragsweep.env.runtime" -}}
 - name: HF_HUB_OFFLINE
   value: "1"
 - name: TRANSFORMERS_OFFLINE
@@ -171,8 +207,13 @@ seccompProfile:
 {{- if not .Values.objectStore.existingSecret -}}
 {{- $problems = append $problems "objectStore.existingSecret: required when objectStore.mode is external (the chart never generates credentials for a store it does not run)" -}}
 {{- end -}}
+{{- if and .Values.networkPolicy.enabled (not .Values.networkPolicy.externalObjectStoreCIDRs) -}}
+{{- $problems = append $problems "networkPolicy.externalObjectStoreCIDRs: required when objectStore.mode is external and networkPolicy.enabled (the address ranges of objectStore.endpoint; without them the injector, arms and collector may reach no object store)" -}}
+{{- end -}}
 {{- else if .Values.objectStore.endpoint -}}
 {{- $problems = append $problems "objectStore.endpoint: set only for mode external (internal uses the in-namespace server)" -}}
+{{- else if .Values.networkPolicy.externalObjectStoreCIDRs -}}
+{{- $problems = append $problems "networkPolicy.externalObjectStoreCIDRs: set only for objectStore.mode external (the internal server is reached by its pods' labels)" -}}
 {{- end -}}
 {{- if and .Values.workers.embedding.gpu (lt (int .Values.gpu.count) 1) -}}
 {{- $problems = append $problems "gpu.count: must be at least 1 when workers.embedding.gpu is true" -}}
