@@ -12,7 +12,8 @@ Checked here:
 * no import circle anywhere in harness/;
 * each stage imports only from earlier stages and the shared foundation (``harness``,
   ``harness.model``, ``harness.errors``, ``harness.inputfiles``, ``harness.retries``);
-  ``harness.cli``/``harness.commands`` (the CLI) may import anything and nothing imports them; jobs/ is outside the package;
+  ``harness.cli``/``harness.commands`` (the CLI) may import anything and nothing imports them;
+  jobs/ is outside the package;
 * the stage order is the one docs/architecture.md draws, so the diagram cannot drift;
 * inside index, the building blocks come before index/opensearch, which comes before
   index/ingest, and the Celery app is imported by no module of the index stage (the
