@@ -16,8 +16,11 @@ WHEELS=${RAGSWEEP_WHEEL_CACHE:-$ROOT/var/cache/wheels}
 [[ -x $PY ]] || { echo "lock.sh: $PY missing (make setup first)" >&2; exit 2; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$PY" -m pip freeze --exclude-editable >"$tmp/constraints.txt"
+# The images run Debian 12's Python, 3.11.2; the venv's is newer. Dependencies behind a
+# python_full_version marker are resolved here by hand: redis needs async-timeout below 3.11.3.
+# (The image build runs `pip check` with its own interpreter, which catches any other.)
 "$PY" -m pip install --dry-run --ignore-installed --quiet --report "$tmp/report.json" \
-  -c "$tmp/constraints.txt" '.[embed,stack,k8s,eval]'
+  -c "$tmp/constraints.txt" '.[embed,stack,k8s,eval]' 'async-timeout>=4.0.3,<6'
 "$PY" - "$tmp/report.json" >"$tmp/pins.txt" <<'EOF'
 import json, re, sys
 skip = re.compile(r"^(ragsweep|kubernetes-validate)$")
