@@ -43,10 +43,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.bench import run_bench
     from harness.commands.bench import config_from_args
     from harness.commands.bench import register as register_bench
     from harness.index.embed import SentenceTransformerEmbedder
-    from harness.report.bench import run_bench
     from harness.state import State
     from harness.sweep.catalogue import Arm, arm_argv, config_hash
     from harness.sweep.executor import measurement_identity, open_store

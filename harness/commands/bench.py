@@ -92,8 +92,8 @@ def answer_settings_from_args(args: argparse.Namespace) -> Any:
 
 
 def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
+    from harness.bench import BenchConfig
     from harness.judge.policy import RelevancePolicy
-    from harness.report.bench import BenchConfig
     from harness.retrieval.fusion import parse_fusion_args
 
     fusion = parse_fusion_args(args.fusion, args.rank_constant, args.normalization_technique,
@@ -113,8 +113,8 @@ def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.bench import run_bench
     from harness.index.embed import SentenceTransformerEmbedder
-    from harness.report.bench import run_bench
     from harness.state import State
 
     config = config_from_args(args, args.control_name)
