@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from harness.answers import AnswerSettings, ScoringPolicy
-from harness.bench import BenchConfig, run_bench
+from harness.bench.config import BenchConfig
+from harness.bench.run import run_bench
 from harness.cli import build_parser
 from harness.commands.bench import config_from_args
 from harness.errors import UsageError

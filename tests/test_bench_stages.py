@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from harness.bench import STAGES, BenchConfig
+from harness.bench.config import BenchConfig
+from harness.bench.stages import STAGES
 from harness.commands.bench import add_retrieval_flags
 from harness.errors import UsageError
 from harness.retrieval.fusion import parse_fusion_args
@@ -47,3 +48,11 @@ def test_a_pooled_stage_records_its_budget_and_a_retrieve_stage_does_not() -> No
 def test_a_stage_that_needs_the_reranker_refuses_to_start_without_one() -> None:
     with pytest.raises(UsageError, match="--stage rerank needs --reranker DIR"):
         BenchConfig(control_name="x", fusion=parse_fusion_args(None, None, None, None, None), stage="rerank")
+
+
+def test_the_arm_model_spells_the_registered_stages() -> None:
+    from typing import get_args
+
+    from harness.bench.arm import Stage
+
+    assert get_args(Stage) == tuple(STAGES)

@@ -1,14 +1,10 @@
 """Bench stage: one arm end to end — open a state, retrieve, judge, score, report.
 
-``config`` (BenchConfig) -> ``stages`` (the registry: retrieve, rerank, diversify, route;
-``routing`` is the route stage's digest leg) -> ``run`` (``run_bench``), with ``answers``
-(the answers block, SQLite or the stack's PostgreSQL), ``stack`` (the settled OpenSearch
-session) and ``latency`` beside it. It comes after report, which renders and writes what
-it measures, and before sweep, which fans arms out.
+``arm`` (ArmConfig: what distinguishes an arm; light, so the CLI builds its flags from it
+without loading the stage) -> ``routing`` -> ``stages`` (the registry: retrieve, rerank,
+diversify, route) -> ``config`` (BenchConfig: an arm plus how this run is made) ->
+``answers`` (SQLite or the stack's PostgreSQL), ``stack`` (the settled OpenSearch session),
+``latency`` -> ``run`` (``run_bench``). It comes after report, which renders and writes what
+it measures, and before sweep, which fans arms out. Import the modules themselves: this
+package imports nothing, so ``ragsweep --help`` stays light.
 """
-
-from harness.bench.config import SCOPES, BenchConfig, Scope, Stage
-from harness.bench.run import run_bench
-from harness.bench.stages import STAGES, BenchStage
-
-__all__ = ["SCOPES", "STAGES", "BenchConfig", "BenchStage", "Scope", "Stage", "run_bench"]

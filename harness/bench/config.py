@@ -1,4 +1,4 @@
-"""The configuration of one arm, as bench runs it."""
+"""BenchConfig: an arm (ArmConfig) as bench runs it, with how this run is made (backend, workers, policy)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.answers.results import AnswerSettings
+from harness.bench.arm import ArmConfig, Scope, Stage
 from harness.bench.stages import STAGES, BenchStage, Budget
 from harness.errors import UsageError
 from harness.index.documents import EmbeddingTextMode
 from harness.judge.policy import RelevancePolicy
+from harness.model import Backend
 from harness.retrieval.fusion import FusionConfig
 from harness.retrieval.window import fusion_window
-
-Stage = Literal["retrieve", "rerank", "diversify", "route"]
-Scope = Literal["corpus", "gold-files"]
-SCOPES: tuple[Scope, ...] = ("corpus", "gold-files")
 
 
 @dataclass(frozen=True)
@@ -36,12 +34,12 @@ class BenchConfig:
     workers: int = 1
     corpora: tuple[str, ...] = ()
     answers: AnswerSettings = field(default_factory=AnswerSettings)
-    # -- --backend stack: OpenSearch at RAGSWEEP_OPENSEARCH_URL (docs/opensearch.md) ----------------
-    backend: Literal["embedded", "stack"] = "embedded"
+    # -- --backend stack: OpenSearch (settings.opensearch_url; docs/opensearch.md) ---------------------
+    backend: Backend = "embedded"
     fusion_mode: Literal["server", "client"] | None = None  # None: server on the stack, client embedded
     knn_strategy: Literal["exact", "hnsw"] = "exact"
     settle_timeout: float = 120.0
-    time_also: Literal["embedded", "stack"] | None = None  # a paired latency pass on the other backend
+    time_also: Backend | None = None  # a paired latency pass on the other backend
 
     def __post_init__(self) -> None:
         for name in ("size", "candidate_pool", "final_chunks", "max_chunks_per_file", "rerank_max_pairs", "workers"):
@@ -56,6 +54,14 @@ class BenchConfig:
         if self.time_also is not None and (self.time_also == self.backend or self.stage != "retrieve"):
             raise UsageError(f"--time-also {self.time_also}: needs the retrieve stage and a backend other than "
                              f"--backend ({self.backend}, stage {self.stage})")
+
+    @classmethod
+    def for_arm(cls, arm: ArmConfig, *, control_name: str, **run: Any) -> BenchConfig:
+        """An arm as bench runs it: its fusion resolved, with how this run is made (``run``)."""
+        return cls(control_name=control_name, fusion=arm.fusion_config(), stage=arm.stage, scope=arm.scope,
+                   size=arm.size, candidate_pool=arm.candidate_pool, final_chunks=arm.final_chunks,
+                   max_chunks_per_file=arm.max_chunks_per_file, rerank_max_pairs=arm.rerank_max_pairs,
+                   embedding_text=arm.embedding_text, **run)
 
     @property
     def bench_stage(self) -> BenchStage:

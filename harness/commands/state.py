@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.model import BACKENDS
 
 
 def _read(name: str, path: Path, manifest: Path | None) -> Any:
@@ -52,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "the stack's PostgreSQL (RAGSWEEP_PG_DSN, schema RAGSWEEP_PG_SCHEMA); implies "
                         "--dispatch eager unless given")
     # -- --backend stack: also index into OpenSearch (harness/index/opensearch.py, docs/opensearch.md) --
-    b.add_argument("--backend", choices=["embedded", "stack"], default="embedded",
+    b.add_argument("--backend", choices=BACKENDS, default="embedded",
                    help="stack: also index the same documents and vectors into OpenSearch at "
                         "RAGSWEEP_OPENSEARCH_URL (one index per state), settle it and survey it")
     b.add_argument("--opensearch-analysis", choices=["mirror", "english"], default="mirror",

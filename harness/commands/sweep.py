@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+from harness.model import BACKENDS
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arms", default="fusion", help="family names (fusion,budget,pool,diversity,embedding) or all")
@@ -17,7 +19,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--s3-endpoint", default=os.environ.get("RAGSWEEP_S3_ENDPOINT"))
     p.add_argument("--sweep-id", default=None,
                    help="default: {arms}[-stack]-{state identity[:12]}, so a rerun resumes")
-    p.add_argument("--backend", choices=["embedded", "stack"], default=None,
+    p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="embedded (default): the state's own index; stack: its OpenSearch index at "
                         "RAGSWEEP_OPENSEARCH_URL (a state built with --backend stack). A k8s sweep measures what "
                         "the release's launcher settings say (stack); a different --backend is refused")
@@ -40,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     i = sub.add_parser("id", help="print the default sweep id of --arms over --state (and --backend)")
     i.add_argument("--state", type=Path, required=True)
     i.add_argument("--arms", default="fusion")
-    i.add_argument("--backend", choices=["embedded", "stack"], default="embedded")
+    i.add_argument("--backend", choices=BACKENDS, default="embedded")
     i.set_defaults(func=show_id)
     e = sub.add_parser("emit-manifest", help="print the built-in arm catalogue as JSON")
     e.set_defaults(func=emit)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.errors import InputDataError, IntegrityError, UsageError
+from harness.model import BACKENDS
 from harness.sweep.catalogue import (
     CATALOGUE,
     Arm,
@@ -46,9 +47,6 @@ def state_identity(state: Path) -> str:
     if not manifest.is_file():
         raise IntegrityError(f"{state}: not a state (no state.json); run `ragsweep state build` first")
     return hashlib.sha256(manifest.read_bytes()).hexdigest()
-
-
-BACKENDS = ("embedded", "stack")
 
 
 def check_backend(backend: str) -> str:
