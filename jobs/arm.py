@@ -13,28 +13,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.commands.settings import settings
 from harness.errors import EXIT_INTERNAL, HarnessError
 from harness.model import BACKENDS
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    env = os.environ.get
+    env = settings()
     p = argparse.ArgumentParser(prog="python -m jobs.arm", description=__doc__.split("\n\n")[0])
-    p.add_argument("--state", type=Path, default=env("RAGSWEEP_STATE"))
-    p.add_argument("--store", default=env("RAGSWEEP_STORE"))
-    p.add_argument("--sweep-id", default=env("RAGSWEEP_SWEEP_ID"))
-    p.add_argument("--arm-json", default=env("RAGSWEEP_ARM"), help="the arm spec {name, family, axis, config}")
-    p.add_argument("--reranker", type=Path, default=env("RAGSWEEP_RERANKER"))
-    p.add_argument("--s3-endpoint", default=env("RAGSWEEP_S3_ENDPOINT"))
-    p.add_argument("--workers", type=int, default=int(env("RAGSWEEP_WORKERS", "1")))
-    p.add_argument("--backend", choices=BACKENDS, default=env("RAGSWEEP_BACKEND", "embedded"),
+    p.add_argument("--state", type=Path, default=env.state)
+    p.add_argument("--store", default=env.store)
+    p.add_argument("--sweep-id", default=env.sweep_id)
+    p.add_argument("--arm-json", default=env.arm, help="the arm spec {name, family, axis, config}")
+    p.add_argument("--reranker", type=Path, default=env.reranker)
+    p.add_argument("--s3-endpoint", default=env.s3_endpoint)
+    p.add_argument("--workers", type=int, default=env.workers)
+    p.add_argument("--backend", choices=BACKENDS, default=env.backend,
                    help="embedded: the state's own index; stack: its OpenSearch index (RAGSWEEP_OPENSEARCH_URL)")
     args = p.parse_args(argv)
     missing = [n for n in ("state", "store", "sweep_id", "arm_json") if not getattr(args, n)]
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         state = State.open(args.state)
         embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL)
         with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
-            run_bench(state, config, embedder, Path(tmp))
+            run_bench(state, config, embedder, Path(tmp), opensearch_url=settings().opensearch_url)
             files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in (*ARM_FILES, *ARM_EXTRA_FILES)}
         publish_arm(store, args.sweep_id, arm, digest, files, state_identity=identity)
     except BaseException as e:

@@ -34,7 +34,7 @@ class BenchConfig:
     workers: int = 1
     corpora: tuple[str, ...] = ()
     answers: AnswerSettings = field(default_factory=AnswerSettings)
-    # -- --backend stack: OpenSearch (settings.opensearch_url; docs/opensearch.md) ---------------------
+    # -- --backend stack: OpenSearch at the caller's RAGSWEEP_OPENSEARCH_URL (docs/opensearch.md) -----------
     backend: Backend = "embedded"
     fusion_mode: Literal["server", "client"] | None = None  # None: server on the stack, client embedded
     knn_strategy: Literal["exact", "hnsw"] = "exact"

@@ -36,7 +36,10 @@ from harness.state import State
 
 
 def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
-              compare: Path | None = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+              compare: Path | None = None, progress: Callable[[int, int], None] | None = None, *,
+              opensearch_url: str = "") -> dict[str, Any]:
+    """Run one arm over ``state`` and write its results to ``out``; ``opensearch_url`` is the stack's
+    (--backend stack, --time-also stack), from the caller's settings."""
     started = time.time()
     stage = config.bench_stage
     corpora = [c for c in state.corpora if not config.corpora or c.name in config.corpora]
@@ -46,7 +49,8 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     if embedding is None:
         state.index.vectors(config.embedding_text)  # raises with the rebuild hint
     uses_stack = "stack" in (config.backend, config.time_also)
-    opened = open_stack(state, config.knn_strategy, config.settle_timeout) if uses_stack else None  # or refuses
+    # settles the stack's index, or refuses to measure it
+    opened = open_stack(state, opensearch_url, config.knn_strategy, config.settle_timeout) if uses_stack else None
     stack = opened if config.backend == "stack" else None
     search: Any = stack.backend if stack else state.index
     dimension = stack.backend.dimension(config.embedding_text) if stack else embedding["dimension"]

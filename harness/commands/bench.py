@@ -105,7 +105,10 @@ def run(args: argparse.Namespace) -> int:
         if sys.stderr.isatty():
             print(f"\r  queries {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
 
-    run_bench(state, config, embedder, args.out, compare=args.compare, progress=progress)
+    from harness.commands.settings import settings
+
+    run_bench(state, config, embedder, args.out, compare=args.compare, progress=progress,
+              opensearch_url=settings().opensearch_url)
     print((args.out / "metrics.md").read_text(encoding="utf-8"), end="")
     print((args.out / "answers.md").read_text(encoding="utf-8"), end="")
     if args.compare:

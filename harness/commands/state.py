@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build(args: argparse.Namespace) -> int:
+    from harness.commands.settings import settings
     from harness.index.chunking import ChunkingPolicy
     from harness.index.embed import SentenceTransformerEmbedder
     from harness.state.build import build_state
@@ -81,7 +81,7 @@ def build(args: argparse.Namespace) -> int:
                         dispatch=args.dispatch, store_engine=args.store,
                         backend=getattr(args, "backend", "embedded"),
                         stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
-                        opensearch_url=os.environ.get("RAGSWEEP_OPENSEARCH_URL"))
+                        opensearch_url=settings().opensearch_url or None)
     idx = state["index"]
     print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")

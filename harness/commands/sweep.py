@@ -16,7 +16,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="var",
                    help="artefact store root (sweeps land in ROOT/sweeps/<id>/): a local folder (default var), "
                         "or s3://BUCKET[/PREFIX] (endpoint from --s3-endpoint)")
-    p.add_argument("--s3-endpoint", default=os.environ.get("RAGSWEEP_S3_ENDPOINT"))
+    p.add_argument("--s3-endpoint", default=None, help="default: RAGSWEEP_S3_ENDPOINT")
     p.add_argument("--sweep-id", default=None,
                    help="default: {arms}[-stack]-{state identity[:12]}, so a rerun resumes")
     p.add_argument("--backend", choices=BACKENDS, default=None,
@@ -80,11 +80,20 @@ def _print_comparison(store_spec: str, key: str) -> None:
         print(f"comparison: {store_spec.rstrip('/')}/{key}")
 
 
+def _settled(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill what a flag left unset from the settings (RAGSWEEP_*): the one read of the environment."""
+    from harness.commands.settings import settings
+
+    args.s3_endpoint = args.s3_endpoint or settings().s3_endpoint
+    return args
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.errors import EXIT_PARTIAL
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import LocalExecutor, catalogue_for, collect_sweep, open_store
 
+    args = _settled(args)
     if args.executor == "k8s":
         from harness.sweep.k8s.executor import run_from_args
 
@@ -109,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
 def collect(args: argparse.Namespace) -> int:
     from harness.sweep.executor import collect_sweep, open_store
 
+    args = _settled(args)
     key = collect_sweep(open_store(args.out, args.s3_endpoint), _sweep_id(args), args.arms, args.manifest)
     _print_comparison(args.out, key)
     return 0

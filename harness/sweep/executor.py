@@ -74,7 +74,7 @@ def open_store(spec: str, s3_endpoint: str | None = None) -> ArtefactStore:
         bucket, _, prefix = spec[len("s3://"):].partition("/")
         if not bucket:
             raise UsageError(f"--store {spec!r}: expected s3://BUCKET[/PREFIX]")
-        return S3Store(bucket, s3_endpoint or os.environ.get("RAGSWEEP_S3_ENDPOINT"), prefix=prefix)
+        return S3Store(bucket, s3_endpoint, prefix=prefix)
     return LocalFolderStore(Path(spec))
 
 
