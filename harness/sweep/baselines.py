@@ -18,7 +18,6 @@ of one index with a measurement of another under the same name.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import json
 import shutil
@@ -111,28 +110,3 @@ def check(names: Sequence[str], *, ci_only: bool, work_root: Path) -> int:
         print("no baseline was checked", file=sys.stderr)
         return EXIT_INTEGRITY
     return EXIT_INTEGRITY if problems else 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m harness.sweep.baselines")
-    p.add_argument("command", choices=["check", "derive"])
-    p.add_argument("names", nargs="*")
-    p.add_argument("--ci", action="store_true", help="only the baselines marked ci")
-    p.add_argument("--work", type=Path, default=ROOT / "var" / "baselines-work")
-    args = p.parse_args(argv)
-    try:
-        if args.command == "derive":
-            for name in args.names:
-                results = derive(BASELINES / name, args.work / name)
-                for file in load(BASELINES / name)["files"]:
-                    shutil.copyfile(results / file, BASELINES / name / file)
-                print(f"derived {name}")
-            return 0
-        return check(args.names, ci_only=args.ci, work_root=args.work)
-    except HarnessError as e:
-        print(f"baselines: error: {e}", file=sys.stderr)
-        return e.exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(main())
