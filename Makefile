@@ -44,7 +44,7 @@ setup: $(STAMP) ## create .venv and install ragsweep with its eval, embed and de
 
 test: $(STAMP) k8s-tools ## start the local stack, run every test against it, re-derive the CI baseline, stop the stack
 	bash stack/up.sh
-	trap 'bash stack/down.sh' EXIT; RAGSWEEP_REQUIRE_STACK=1 $(PY) -m pytest -q && $(PY) -m harness.sweep.baselines check --ci
+	trap 'bash stack/down.sh' EXIT; RAGSWEEP_REQUIRE_STACK=1 $(PY) -m pytest -q && $(PY) -m jobs.baselines check --ci
 
 test-unit: $(STAMP) ## the tests that need no service (integration tests that need one skip)
 	$(PY) -m pytest -q -m "not integration"
@@ -89,7 +89,7 @@ bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs r
 	$(PY) benchmarks/bench_backends.py --state $(STACK_STATE) --workers 1,2
 
 baselines-check: $(STAMP) ## re-derive every re-derivable baseline and compare byte for byte (CI=1: the ci ones)
-	$(PY) -m harness.sweep.baselines check $(if $(CI),--ci)
+	$(PY) -m jobs.baselines check $(if $(CI),--ci)
 
 clean: ## remove generated corpora, states and sweeps (keeps .venv)
 	rm -rf $(VAR)

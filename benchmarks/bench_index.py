@@ -31,10 +31,11 @@ def main() -> int:
     p.add_argument("--limit", type=int, default=6000, help="documents to embed in the throughput comparison")
     args = p.parse_args()
 
+    from harness.bench.config import BenchConfig
+    from harness.bench.run import run_bench
     from harness.index.documents import doc_from_record, embedding_text
     from harness.index.embed import SentenceTransformerEmbedder
     from harness.index.embedded import build_index
-    from harness.report.bench import BenchConfig, run_bench
     from harness.retrieval.fusion import parse_fusion_args
     from harness.state import State
 

@@ -23,6 +23,9 @@ ScoredOn = Literal["rank", "answer"]
 Tier = Literal["A", "B", "C"]
 DocType = Literal["chunk", "digest"]
 DateSource = Literal["corpus", "none"]
+# Where an arm searches: the state's own embedded index, or the real stack (OpenSearch, PostgreSQL).
+Backend = Literal["embedded", "stack"]
+BACKENDS: tuple[Backend, ...] = ("embedded", "stack")
 
 # A fixed namespace: changing it changes every file_uuid, i.e. every doc id and qrels file.
 RAGSWEEP_NAMESPACE = uuid.UUID("6f0b7a52-4c1e-5b8e-9a55-1d2c3e4f5a6b")

@@ -13,27 +13,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.commands.settings import settings
 from harness.errors import EXIT_INTERNAL, HarnessError
+from harness.model import BACKENDS
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    env = os.environ.get
+    env = settings()
     p = argparse.ArgumentParser(prog="python -m jobs.arm", description=__doc__.split("\n\n")[0])
-    p.add_argument("--state", type=Path, default=env("RAGSWEEP_STATE"))
-    p.add_argument("--store", default=env("RAGSWEEP_STORE"))
-    p.add_argument("--sweep-id", default=env("RAGSWEEP_SWEEP_ID"))
-    p.add_argument("--arm-json", default=env("RAGSWEEP_ARM"), help="the arm spec {name, family, axis, config}")
-    p.add_argument("--reranker", type=Path, default=env("RAGSWEEP_RERANKER"))
-    p.add_argument("--s3-endpoint", default=env("RAGSWEEP_S3_ENDPOINT"))
-    p.add_argument("--workers", type=int, default=int(env("RAGSWEEP_WORKERS", "1")))
-    p.add_argument("--backend", choices=["embedded", "stack"], default=env("RAGSWEEP_BACKEND", "embedded"),
+    p.add_argument("--state", type=Path, default=env.state)
+    p.add_argument("--store", default=env.store)
+    p.add_argument("--sweep-id", default=env.sweep_id)
+    p.add_argument("--arm-json", default=env.arm, help="the arm spec {name, family, axis, config}")
+    p.add_argument("--reranker", type=Path, default=env.reranker)
+    p.add_argument("--s3-endpoint", default=env.s3_endpoint)
+    p.add_argument("--workers", type=int, default=env.workers)
+    p.add_argument("--backend", choices=BACKENDS, default=env.backend,
                    help="embedded: the state's own index; stack: its OpenSearch index (RAGSWEEP_OPENSEARCH_URL)")
     args = p.parse_args(argv)
     missing = [n for n in ("state", "store", "sweep_id", "arm_json") if not getattr(args, n)]
@@ -43,12 +44,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands.bench import config_from_args
-    from harness.commands.bench import register as register_bench
-    from harness.index.embed import SentenceTransformerEmbedder
-    from harness.report.bench import run_bench
+    from harness.bench.config import BenchConfig
+    from harness.bench.run import run_bench
+    from harness.index.embed import DEFAULT_EMBEDDING_MODEL, SentenceTransformerEmbedder
     from harness.state import State
-    from harness.sweep.catalogue import Arm, arm_argv, config_hash
+    from harness.sweep.catalogue import Arm, config_hash
     from harness.sweep.executor import measurement_identity, open_store
     from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES, is_complete, publish_arm, publish_failure
 
@@ -60,17 +60,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"{arm.name}: complete for config {digest[:12]}, skipped")
         return 0
     try:
-        parser = argparse.ArgumentParser()
-        register_bench(parser.add_subparsers())
-        bench_args = parser.parse_args(["bench", "--state", str(args.state), "--control-name", arm.name, "--out", "-",
-                                        "--workers", str(args.workers), "--backend", args.backend,
-                                        *arm_argv(arm),
-                                        *(["--reranker", str(args.reranker)] if args.reranker else [])])
-        config = config_from_args(bench_args, arm.name)
+        # The arm's config is bench's own configuration model: handed over as is, never turned back into argv.
+        config = BenchConfig.for_arm(arm.arm_config, control_name=arm.name, workers=args.workers,
+                                     backend=args.backend, reranker=args.reranker)
         state = State.open(args.state)
-        embedder = SentenceTransformerEmbedder(bench_args.embedding_model)
+        embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL)
         with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
-            run_bench(state, config, embedder, Path(tmp))
+            run_bench(state, config, embedder, Path(tmp), opensearch_url=settings().opensearch_url)
             files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in (*ARM_FILES, *ARM_EXTRA_FILES)}
         publish_arm(store, args.sweep_id, arm, digest, files, state_identity=identity)
     except BaseException as e:

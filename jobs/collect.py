@@ -9,22 +9,22 @@ RAGSWEEP_S3_ENDPOINT.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.commands.settings import settings
 from harness.errors import HarnessError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    env = os.environ.get
+    env = settings()
     p = argparse.ArgumentParser(prog="python -m jobs.collect", description=__doc__.split("\n\n")[0])
-    p.add_argument("--store", default=env("RAGSWEEP_STORE"))
-    p.add_argument("--sweep-id", default=env("RAGSWEEP_SWEEP_ID"))
-    p.add_argument("--arms", default=env("RAGSWEEP_ARMS", "all"))
-    p.add_argument("--manifest", type=Path, default=env("RAGSWEEP_MANIFEST"))
-    p.add_argument("--s3-endpoint", default=env("RAGSWEEP_S3_ENDPOINT"))
+    p.add_argument("--store", default=env.store)
+    p.add_argument("--sweep-id", default=env.sweep_id)
+    p.add_argument("--arms", default=env.arms)
+    p.add_argument("--manifest", type=Path, default=env.manifest)
+    p.add_argument("--s3-endpoint", default=env.s3_endpoint)
     args = p.parse_args(argv)
     if not args.store or not args.sweep_id:
         p.error("--store and --sweep-id (or RAGSWEEP_STORE / RAGSWEEP_SWEEP_ID) are required")

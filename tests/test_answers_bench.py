@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from harness.answers import AnswerSettings, ScoringPolicy
+from harness.bench.config import BenchConfig
+from harness.bench.run import run_bench
 from harness.cli import build_parser
 from harness.commands.bench import config_from_args
 from harness.errors import UsageError
 from harness.metrics.measures import MEASURES
 from harness.report.answers_md import ANSWER_COLUMNS, render_answers_md
-from harness.report.bench import BenchConfig, run_bench
 from harness.retrieval.fusion import parse_fusion_args
 from harness.state import State
 from harness.state.build import build_state

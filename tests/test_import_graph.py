@@ -36,8 +36,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 ARCHITECTURE_MD = REPO / "docs" / "architecture.md"
 
-# The stages in the order data travels. ``bench`` is the sub-stage that runs one arm
-# between report and sweep (DESIGN.md); it lives in report/bench.py until it has a folder.
+# The stages in the order data travels. ``bench`` runs one arm, between report (which renders
+# and writes what it measures) and sweep (which fans arms out); DESIGN.md.
 STAGES: tuple[str, ...] = ("corpora", "synthetic", "store", "index", "state", "retrieval", "judge", "metrics",
                            "answers", "report", "bench", "sweep")
 # What every stage may import: the package root (``__version__``), the shared types, the errors,

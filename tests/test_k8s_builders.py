@@ -164,10 +164,13 @@ def test_command_and_env_are_those_of_jobs_arm(arm: Arm, gpu: bool) -> None:
         assert "value" not in env[name]
         assert env[name]["valueFrom"]["secretKeyRef"]["key"] == key
     assert env["HF_HUB_OFFLINE"]["value"] == "1"
-    # Every RAGSWEEP_* the Job sets is a flag twin that jobs.arm reads (or a service setting).
-    source = (ROOT / "jobs" / "arm.py").read_text()
+    # Every RAGSWEEP_* the Job sets is a field of the settings model jobs.arm reads (or a service setting).
+    from harness.commands.settings import Settings
+
+    fields = {f"RAGSWEEP_{name.upper()}" for name in Settings.model_fields}
     twins = {n for n in env if n.startswith("RAGSWEEP_") and n not in S.extra_env}
-    assert all(f'"{n}"' in source for n in twins), twins
+    assert twins <= fields, twins - fields
+    assert "settings()" in (ROOT / "jobs" / "arm.py").read_text()
 
 
 # --- no credential in any spec ------------------------------------------------------------------

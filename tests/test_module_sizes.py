@@ -20,8 +20,6 @@ OVER_THE_BAR: dict[str, str] = {
         "the arm catalogue; left whole while other work changes it in parallel, to keep those merges clean",
     "harness/sweep/storage.py":
         "about the bar: one artefact-store protocol with its local and S3 implementations and the arm markers",
-    "harness/report/bench.py":
-        "about the bar: the bench sub-stage (one arm end to end), to move into its own stage folder",
 }
 
 

@@ -181,7 +181,7 @@ def test_tie_order_and_float32_scores() -> None:
 
 
 def test_embedded_backend_refuses_server_fusion() -> None:
-    from harness.report.bench import BenchConfig
+    from harness.bench.config import BenchConfig
 
     fusion = parse_fusion_args(None, None, None, None, None)
     with pytest.raises(UsageError, match="need --backend stack"):

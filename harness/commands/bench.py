@@ -9,28 +9,11 @@ from typing import Any
 
 
 def add_retrieval_flags(p: argparse.ArgumentParser) -> None:
+    from harness.bench.arm import add_arm_flags
+
     g = p.add_argument_group("retrieval (an arm is a combination of these)")
-    g.add_argument("--stage", choices=["retrieve", "rerank", "diversify", "route"], default="retrieve",
-                   help="retrieve: the candidate pool; rerank: cross-encoder + diversity_sample; diversify: "
-                   "diversity_sample without the cross-encoder; route: retrieve with the router and digest leg")
-    g.add_argument("--scope", choices=["corpus", "gold-files"], default="corpus",
-                   help="gold-files restricts to each query's gold files: an oracle upper bound")
-    g.add_argument("--size", type=int, default=48,
-                   help="retrieve size; sets the fusion window max(100, min(4*size, 500))")
-    g.add_argument("--fusion", choices=["rrf", "normalization"], default=None,
-                   help="omit for the deployment default (RRF at rank constant 30)")
-    g.add_argument("--rank-constant", type=int, default=None)
-    g.add_argument("--normalization-technique", choices=["min_max", "l2", "z_score"], default=None)
-    g.add_argument("--combination-technique", choices=["arithmetic_mean", "geometric_mean", "harmonic_mean"],
-                   default=None)
-    g.add_argument("--combination-weights", default=None, metavar="BM25,VECTOR",
-                   help="integer-percent weights, e.g. 0.7,0.3 (finer is refused)")
-    g.add_argument("--candidate-pool", type=int, default=48)
-    g.add_argument("--final-chunks", type=int, default=12)
-    g.add_argument("--max-chunks-per-file", type=int, default=4)
-    g.add_argument("--rerank-max-pairs", type=int, default=50)
+    add_arm_flags(g)  # generated from harness.bench.arm.ArmConfig, the one arm configuration
     g.add_argument("--reranker", type=Path, default=None, help="cross-encoder directory for --stage rerank")
-    g.add_argument("--embedding-text", choices=["header", "body"], default="header")
     r = p.add_argument_group("relevance policy")
     r.add_argument("--relevance-high", type=float, default=0.5)
     r.add_argument("--relevance-low", type=float, default=0.0)
@@ -55,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_backend_flags(p: argparse.ArgumentParser) -> None:
     s = p.add_argument_group("search backend (docs/opensearch.md)")
-    s.add_argument("--backend", choices=["embedded", "stack"], default="embedded",
+    from harness.model import BACKENDS
+
+    s.add_argument("--backend", choices=BACKENDS, default="embedded",
                    help="embedded: the state's own index; stack: its OpenSearch index at RAGSWEEP_OPENSEARCH_URL "
                    "(a state built with --backend stack)")
     s.add_argument("--fusion-mode", choices=["server", "client"], default=None,
@@ -63,7 +48,7 @@ def add_backend_flags(p: argparse.ArgumentParser) -> None:
                    "OpenSearch fused in Python")
     s.add_argument("--knn", choices=["exact", "hnsw"], default="exact",
                    help="stack only: exact (1+cos)/2 over the filtered plane (default) or approximate Lucene HNSW")
-    s.add_argument("--time-also", choices=["embedded", "stack"], default=None, metavar="BACKEND",
+    s.add_argument("--time-also", choices=BACKENDS, default=None, metavar="BACKEND",
                    help="retrieve stage: also run every query on this other backend (same queries, same vectors, "
                    "the two calls alternating which goes first) and record both latencies, and whether the rankings "
                    "agree, in runinfo.json. The metrics are the --backend's alone")
@@ -92,17 +77,12 @@ def answer_settings_from_args(args: argparse.Namespace) -> Any:
 
 
 def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
+    from harness.bench.arm import arm_config_from_args
+    from harness.bench.config import BenchConfig
     from harness.judge.policy import RelevancePolicy
-    from harness.report.bench import BenchConfig
-    from harness.retrieval.fusion import parse_fusion_args
 
-    fusion = parse_fusion_args(args.fusion, args.rank_constant, args.normalization_technique,
-                               args.combination_technique, args.combination_weights)
-    return BenchConfig(
-        control_name=control_name, fusion=fusion, stage=args.stage, scope=args.scope, size=args.size,
-        candidate_pool=args.candidate_pool, final_chunks=args.final_chunks,
-        max_chunks_per_file=args.max_chunks_per_file, rerank_max_pairs=args.rerank_max_pairs,
-        embedding_text=args.embedding_text,
+    return BenchConfig.for_arm(
+        arm_config_from_args(args), control_name=control_name,
         policy=RelevancePolicy(high=args.relevance_high, low=args.relevance_low, binary=args.binary_relevance),
         reranker=args.reranker, workers=getattr(args, "workers", 1), corpora=tuple(getattr(args, "corpus", ())),
         answers=answer_settings_from_args(args),
@@ -113,8 +93,8 @@ def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.bench.run import run_bench
     from harness.index.embed import SentenceTransformerEmbedder
-    from harness.report.bench import run_bench
     from harness.state import State
 
     config = config_from_args(args, args.control_name)
@@ -125,7 +105,10 @@ def run(args: argparse.Namespace) -> int:
         if sys.stderr.isatty():
             print(f"\r  queries {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
 
-    run_bench(state, config, embedder, args.out, compare=args.compare, progress=progress)
+    from harness.commands.settings import settings
+
+    run_bench(state, config, embedder, args.out, compare=args.compare, progress=progress,
+              opensearch_url=settings().opensearch_url)
     print((args.out / "metrics.md").read_text(encoding="utf-8"), end="")
     print((args.out / "answers.md").read_text(encoding="utf-8"), end="")
     if args.compare:

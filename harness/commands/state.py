@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
+from harness.model import BACKENDS
 
 
 def _read(name: str, path: Path, manifest: Path | None) -> Any:
@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "the stack's PostgreSQL (RAGSWEEP_PG_DSN, schema RAGSWEEP_PG_SCHEMA); implies "
                         "--dispatch eager unless given")
     # -- --backend stack: also index into OpenSearch (harness/index/opensearch.py, docs/opensearch.md) --
-    b.add_argument("--backend", choices=["embedded", "stack"], default="embedded",
+    b.add_argument("--backend", choices=BACKENDS, default="embedded",
                    help="stack: also index the same documents and vectors into OpenSearch at "
                         "RAGSWEEP_OPENSEARCH_URL (one index per state), settle it and survey it")
     b.add_argument("--opensearch-analysis", choices=["mirror", "english"], default="mirror",
@@ -62,6 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build(args: argparse.Namespace) -> int:
+    from harness.commands.settings import settings
     from harness.index.chunking import ChunkingPolicy
     from harness.index.embed import SentenceTransformerEmbedder
     from harness.state.build import build_state
@@ -80,7 +81,7 @@ def build(args: argparse.Namespace) -> int:
                         dispatch=args.dispatch, store_engine=args.store,
                         backend=getattr(args, "backend", "embedded"),
                         stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
-                        opensearch_url=os.environ.get("RAGSWEEP_OPENSEARCH_URL"))
+                        opensearch_url=settings().opensearch_url or None)
     idx = state["index"]
     print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")

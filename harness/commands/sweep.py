@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+from harness.model import BACKENDS
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arms", default="fusion", help="family names (fusion,budget,pool,diversity,embedding) or all")
@@ -14,10 +16,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="var",
                    help="artefact store root (sweeps land in ROOT/sweeps/<id>/): a local folder (default var), "
                         "or s3://BUCKET[/PREFIX] (endpoint from --s3-endpoint)")
-    p.add_argument("--s3-endpoint", default=os.environ.get("RAGSWEEP_S3_ENDPOINT"))
+    p.add_argument("--s3-endpoint", default=None, help="default: RAGSWEEP_S3_ENDPOINT")
     p.add_argument("--sweep-id", default=None,
                    help="default: {arms}[-stack]-{state identity[:12]}, so a rerun resumes")
-    p.add_argument("--backend", choices=["embedded", "stack"], default=None,
+    p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="embedded (default): the state's own index; stack: its OpenSearch index at "
                         "RAGSWEEP_OPENSEARCH_URL (a state built with --backend stack). A k8s sweep measures what "
                         "the release's launcher settings say (stack); a different --backend is refused")
@@ -40,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     i = sub.add_parser("id", help="print the default sweep id of --arms over --state (and --backend)")
     i.add_argument("--state", type=Path, required=True)
     i.add_argument("--arms", default="fusion")
-    i.add_argument("--backend", choices=["embedded", "stack"], default="embedded")
+    i.add_argument("--backend", choices=BACKENDS, default="embedded")
     i.set_defaults(func=show_id)
     e = sub.add_parser("emit-manifest", help="print the built-in arm catalogue as JSON")
     e.set_defaults(func=emit)
@@ -78,11 +80,20 @@ def _print_comparison(store_spec: str, key: str) -> None:
         print(f"comparison: {store_spec.rstrip('/')}/{key}")
 
 
+def _settled(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill what a flag left unset from the settings (RAGSWEEP_*): the one read of the environment."""
+    from harness.commands.settings import settings
+
+    args.s3_endpoint = args.s3_endpoint or settings().s3_endpoint
+    return args
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.errors import EXIT_PARTIAL
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import LocalExecutor, catalogue_for, collect_sweep, open_store
 
+    args = _settled(args)
     if args.executor == "k8s":
         from harness.sweep.k8s.executor import run_from_args
 
@@ -107,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
 def collect(args: argparse.Namespace) -> int:
     from harness.sweep.executor import collect_sweep, open_store
 
+    args = _settled(args)
     key = collect_sweep(open_store(args.out, args.s3_endpoint), _sweep_id(args), args.arms, args.manifest)
     _print_comparison(args.out, key)
     return 0

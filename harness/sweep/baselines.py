@@ -18,7 +18,6 @@ of one index with a measurement of another under the same name.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import json
 import shutil
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import EXIT_INTEGRITY, HarnessError, InputDataError
+from harness.errors import HarnessError, InputDataError
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINES = ROOT / "baselines"
@@ -120,48 +119,3 @@ def check(names: Sequence[str], *, ci_only: bool, work_root: Path,
         if on_result is not None:
             on_result(verdict)
     return verdicts
-
-
-# --- the command line (python -m harness.sweep.baselines): the only place this module prints ---
-
-def _print_verdict(verdict: Checked) -> None:
-    if verdict.verdict == "skip":
-        print(f"skip   {verdict.name} ({verdict.why_skipped})")
-    else:
-        print(f"{verdict.verdict}     {verdict.name}")
-
-
-def _check_command(names: Sequence[str], *, ci_only: bool, work_root: Path) -> int:
-    verdicts = check(names, ci_only=ci_only, work_root=work_root, on_result=_print_verdict)
-    problems = [p for v in verdicts for p in v.problems]
-    for p in problems:
-        print(f"  {p}", file=sys.stderr)
-    if all(v.verdict == "skip" for v in verdicts):
-        print("no baseline was checked", file=sys.stderr)
-        return EXIT_INTEGRITY
-    return EXIT_INTEGRITY if problems else 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m harness.sweep.baselines")
-    p.add_argument("command", choices=["check", "derive"])
-    p.add_argument("names", nargs="*")
-    p.add_argument("--ci", action="store_true", help="only the baselines marked ci")
-    p.add_argument("--work", type=Path, default=ROOT / "var" / "baselines-work")
-    args = p.parse_args(argv)
-    try:
-        if args.command == "derive":
-            for name in args.names:
-                results = derive(BASELINES / name, args.work / name)
-                for file in load(BASELINES / name)["files"]:
-                    shutil.copyfile(results / file, BASELINES / name / file)
-                print(f"derived {name}")
-            return 0
-        return _check_command(args.names, ci_only=args.ci, work_root=args.work)
-    except HarnessError as e:
-        print(f"baselines: error: {e}", file=sys.stderr)
-        return e.exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from harness.bench.arm import ARM_KEYS, DEFAULTS, INT_KEYS, ArmConfig
 from harness.errors import InputDataError, UsageError
 from harness.inputfiles import read_input_text
 
@@ -32,26 +33,9 @@ CONFIG_HASH_SCHEMA = "ragsweep.arm-config/1"
 # A name becomes one segment of a storage key, so it is restricted to what every store accepts.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
 
-# bench's defaults for every flag an arm may set (harness.commands.bench.add_retrieval_flags);
-# tests/test_sweep_catalogue.py parses bench's own parser and fails if the two drift apart.
-DEFAULTS: dict[str, str | int | None] = {
-    "stage": "retrieve",
-    "scope": "corpus",
-    "size": 48,
-    "fusion": None,
-    "rank_constant": None,
-    "normalization_technique": None,
-    "combination_technique": None,
-    "combination_weights": None,
-    "candidate_pool": 48,
-    "final_chunks": 12,
-    "max_chunks_per_file": 4,
-    "rerank_max_pairs": 50,
-    "embedding_text": "header",
-}
-CONFIG_KEYS: tuple[str, ...] = tuple(DEFAULTS)
-INT_KEYS = frozenset({"size", "rank_constant", "candidate_pool", "final_chunks", "max_chunks_per_file",
-                      "rerank_max_pairs"})
+# The arm configuration is harness.bench.arm.ArmConfig: bench's flags are generated from it and
+# every arm's config validates into it, so its defaults are the one place they are written.
+CONFIG_KEYS: tuple[str, ...] = ARM_KEYS
 # Stages whose arms load the cross-encoder (the executor schedules them on GPU nodes).
 RERANKER_STAGES = frozenset({"rerank"})
 # Axes whose arms exist to check the instrument, not to be adopted: when one of them moves,
@@ -78,14 +62,20 @@ class Arm(BaseModel):
     def _known_flags(cls, config: Any) -> Any:
         if not isinstance(config, Mapping):
             return config  # pydantic names the type it expected
-        for key, value in config.items():
+        for key in config:
             if key not in DEFAULTS:
                 raise ValueError(f"unknown bench flag {key!r}; known: {', '.join(CONFIG_KEYS)}")
-            # every integer flag of bench is a count or the RRF rank constant: at least 1
-            if key in INT_KEYS and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        for key, value in config.items():  # a key an arm spells is never None: a count, or a flag's string
+            if key in INT_KEYS and value is None:
                 raise ValueError(f"{key} must be a positive integer, got {value!r}")
             if key not in INT_KEYS and not isinstance(value, str):
                 raise ValueError(f"{key} must be a string, got {value!r}")
+        try:
+            ArmConfig.model_validate(config)
+        except PydanticValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ValueError(f"{where + ': ' if where else ''}{str(first['msg']).removeprefix('Value error, ')}") from e
         return dict(sorted(config.items()))
 
     @field_validator("run")
@@ -106,6 +96,11 @@ class Arm(BaseModel):
     @property
     def is_instrument_control(self) -> bool:
         return self.axis in CONTROL_AXES
+
+    @property
+    def arm_config(self) -> ArmConfig:
+        """The arm as the one configuration model bench runs (absent keys are its defaults)."""
+        return ArmConfig.model_validate(self.config)
 
     def resolved_config(self) -> dict[str, str | int | None]:
         """Every flag with its value: the arm's where it sets one, bench's default elsewhere."""
@@ -370,17 +365,8 @@ def arm_argv(arm: Arm) -> list[str]:
 
 def pipeline_id(arm: Arm) -> str | None:
     """The fusion pipeline id the arm resolves to (retrieval stages only), derived as bench does."""
-    from harness.retrieval.fusion import parse_fusion_args
-
-    config = arm.resolved_config()
-    fusion = parse_fusion_args(
-        config["fusion"] if config["fusion"] is None else str(config["fusion"]),
-        config["rank_constant"] if config["rank_constant"] is None else int(config["rank_constant"]),
-        None if config["normalization_technique"] is None else str(config["normalization_technique"]),
-        None if config["combination_technique"] is None else str(config["combination_technique"]),
-        None if config["combination_weights"] is None else str(config["combination_weights"]),
-    )
-    return fusion.pipeline_id
+    pipeline: str | None = arm.arm_config.fusion_config().pipeline_id
+    return pipeline
 
 
 # --- the manifest ------------------------------------------------------------------------------

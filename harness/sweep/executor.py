@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.errors import InputDataError, IntegrityError, UsageError
+from harness.model import BACKENDS
 from harness.sweep.catalogue import (
     CATALOGUE,
     Arm,
@@ -49,9 +50,6 @@ def state_identity(state: Path) -> str:
     if not manifest.is_file():
         raise IntegrityError(f"{state}: not a state (no state.json); run `ragsweep state build` first")
     return hashlib.sha256(manifest.read_bytes()).hexdigest()
-
-
-BACKENDS = ("embedded", "stack")
 
 
 def check_backend(backend: str) -> str:
@@ -79,7 +77,7 @@ def open_store(spec: str, s3_endpoint: str | None = None) -> ArtefactStore:
         bucket, _, prefix = spec[len("s3://"):].partition("/")
         if not bucket:
             raise UsageError(f"--store {spec!r}: expected s3://BUCKET[/PREFIX]")
-        return S3Store(bucket, s3_endpoint or os.environ.get("RAGSWEEP_S3_ENDPOINT"), prefix=prefix)
+        return S3Store(bucket, s3_endpoint, prefix=prefix)
     return LocalFolderStore(Path(spec))
 
 

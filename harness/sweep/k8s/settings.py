@@ -18,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic.alias_generators import to_camel
 
 from harness.errors import InputDataError
+from harness.model import Backend
 
 SETTINGS_SCHEMA = "ragsweep.k8s-launcher/1"
 SETTINGS_KEY = "settings.json"
@@ -107,7 +108,7 @@ class LauncherSettings(_Model):
     workers: int = Field(1, ge=1)
     # What the arms search: the release's OpenSearch (the injector builds the state with
     # --backend stack), or the state's embedded index.
-    backend: Literal["embedded", "stack"] = "stack"
+    backend: Backend = "stack"
     parallelism: int = Field(4, ge=1)
     arm: PodShape = PodShape()
     collector: PodShape = PodShape()

@@ -1,0 +1,40 @@
+"""The one settings model: every ``RAGSWEEP_*`` environment variable, read in one place.
+
+Only the CLI (harness.commands) and the Job entrypoints (jobs/) read it, and they pass what
+a library function needs down as an argument. Not yet everywhere: the k8s launcher, the
+PostgreSQL/Redis/OpenSearch clients of ingest and state, and the local executor's child
+environment still read os.environ themselves (issue 14, item 3, unfinished).
+A Job spec sets these variables (harness/sweep/k8s/builders.py); on a laptop they are the
+stack's addresses (stack/env.sh). A flag, where an entrypoint has one, wins over its variable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from harness.model import Backend
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAGSWEEP_", frozen=True, extra="ignore")
+
+    # -- the stack's addresses ------------------------------------------------------------------
+    opensearch_url: str = ""
+    s3_endpoint: str | None = None
+    # -- what a Job is told (jobs/arm.py, jobs/collect.py) --------------------------------------
+    state: Path | None = None
+    store: str | None = None
+    sweep_id: str | None = None
+    arm: str | None = None  # the arm spec as JSON {name, family, axis, config}
+    arms: str = "all"
+    manifest: Path | None = None
+    reranker: Path | None = None
+    workers: int = 1
+    backend: Backend = "embedded"
+
+
+def settings() -> Settings:
+    """The environment as it is now (read on every call: tests and Jobs set it late)."""
+    return Settings()

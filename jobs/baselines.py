@@ -1,0 +1,59 @@
+"""Re-derive the committed baselines and compare them byte for byte (harness.sweep.baselines).
+
+    python -m jobs.baselines check [--ci] [NAME ...]
+    python -m jobs.baselines derive NAME ...     # re-derive and overwrite (a deliberate re-baseline)
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import EXIT_INTEGRITY, HarnessError
+from harness.sweep.baselines import BASELINES, ROOT, Checked, check, derive, load
+
+
+def _print_verdict(verdict: Checked) -> None:
+    if verdict.verdict == "skip":
+        print(f"skip   {verdict.name} ({verdict.why_skipped})")
+    else:
+        print(f"{verdict.verdict}     {verdict.name}")
+
+
+def _check_command(names: Sequence[str], *, ci_only: bool, work_root: Path) -> int:
+    verdicts = check(names, ci_only=ci_only, work_root=work_root, on_result=_print_verdict)
+    problems = [p for v in verdicts for p in v.problems]
+    for p in problems:
+        print(f"  {p}", file=sys.stderr)
+    if all(v.verdict == "skip" for v in verdicts):
+        print("no baseline was checked", file=sys.stderr)
+        return EXIT_INTEGRITY
+    return EXIT_INTEGRITY if problems else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m jobs.baselines")
+    p.add_argument("command", choices=["check", "derive"])
+    p.add_argument("names", nargs="*")
+    p.add_argument("--ci", action="store_true", help="only the baselines marked ci")
+    p.add_argument("--work", type=Path, default=ROOT / "var" / "baselines-work")
+    args = p.parse_args(argv)
+    try:
+        if args.command == "derive":
+            for name in args.names:
+                results = derive(BASELINES / name, args.work / name)
+                for file in load(BASELINES / name)["files"]:
+                    shutil.copyfile(results / file, BASELINES / name / file)
+                print(f"derived {name}")
+            return 0
+        return _check_command(args.names, ci_only=args.ci, work_root=args.work)
+    except HarnessError as e:
+        print(f"baselines: error: {e}", file=sys.stderr)
+        return e.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""The one settings model: RAGSWEEP_* variables, read by the CLI and jobs/ only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.commands.settings import settings
+
+
+def test_settings_read_the_ragsweep_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGSWEEP_OPENSEARCH_URL", "http://127.0.0.1:9200")
+    monkeypatch.setenv("RAGSWEEP_WORKERS", "3")
+    monkeypatch.setenv("RAGSWEEP_STATE", "/tmp/s")
+    monkeypatch.setenv("RAGSWEEP_BACKEND", "stack")
+    got = settings()
+    assert (got.opensearch_url, got.workers, got.state, got.backend) == ("http://127.0.0.1:9200", 3, Path("/tmp/s"),
+                                                                         "stack")
+
+
+def test_unset_variables_are_the_entrypoints_old_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENSEARCH_URL", "S3_ENDPOINT", "WORKERS", "BACKEND", "ARMS", "STORE"):
+        monkeypatch.delenv(f"RAGSWEEP_{name}", raising=False)
+    got = settings()
+    assert (got.opensearch_url, got.s3_endpoint, got.workers, got.backend, got.arms, got.store) == (
+        "", None, 1, "embedded", "all", None)
+
+
+def test_a_backend_outside_the_one_type_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGSWEEP_BACKEND", "cloud")
+    with pytest.raises(ValueError, match="embedded"):
+        settings()
+
+
+def test_no_stage_reads_the_settings_model() -> None:
+    root = Path(__file__).resolve().parents[1] / "harness"
+    readers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                     if "commands.settings" in p.read_text(encoding="utf-8") and "commands" not in p.parts)
+    assert readers == []
