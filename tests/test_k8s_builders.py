@@ -347,3 +347,24 @@ def test_ci_manifests_are_valid_in_strict_mode() -> None:
     job = cron["spec"]["jobTemplate"]["spec"]
     assert {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"} <= set(job)
     assert "ragsweep.io/ephemeral=true" in job["template"]["spec"]["containers"][0]["command"][-1]
+
+
+def test_pull_refuses_an_archive_member_outside_its_root(tmp_path: Path) -> None:
+    """The images run Python 3.11.2, before extractall(filter=...): pull applies the data rules itself."""
+    import io
+    import tarfile
+
+    from harness.errors import IntegrityError
+    from harness.sweep.k8s.sync import _extract
+
+    for name, kind in (("../escape.txt", tarfile.REGTYPE), ("link", tarfile.SYMTYPE), ("/abs.txt", tarfile.REGTYPE)):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            info.linkname = "/etc/passwd" if kind == tarfile.SYMTYPE else ""
+            tar.addfile(info, io.BytesIO(b"") if kind == tarfile.REGTYPE else None)
+        buf.seek(0)
+        with tarfile.open(fileobj=buf, mode="r:gz") as tar, pytest.raises(IntegrityError, match="refusing"):
+            _extract(tar, tmp_path / "out", "test.tar.gz")
+    assert not (tmp_path / "escape.txt").exists()
