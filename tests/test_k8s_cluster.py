@@ -203,10 +203,13 @@ def _ctr_pid(namespace: str, pod: str, container: str) -> int:
     raise AssertionError(f"no task for container {cid}")
 
 
-def _arm_pod(release: Release, arm: str, phase: str = "Running", timeout: float = 300) -> str:
+def _arm_pod(release: Release, sweep_id: str, arm: str, phase: str = "Running", timeout: float = 600) -> str:
+    from harness.sweep.k8s.builders import sweep_selector
+
+    selector = f"{sweep_selector(sweep_id, 'arm')},ragsweep.io/arm={arm}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        pods = release.core.list_namespaced_pod(release.namespace, label_selector=f"ragsweep.io/arm={arm}").items
+        pods = release.core.list_namespaced_pod(release.namespace, label_selector=selector).items
         for pod in pods:
             if pod.status.phase == phase and all(s.ready for s in pod.status.container_statuses or []):
                 return str(pod.metadata.name)
@@ -225,7 +228,7 @@ def test_an_arm_whose_container_is_killed_retries_and_publishes_once(release: Re
     result: dict[str, Any] = {}
     worker = threading.Thread(target=lambda: result.setdefault("report", launcher.run([arm], sweep_id)))
     worker.start()
-    pod = _arm_pod(release, arm.name)
+    pod = _arm_pod(release, sweep_id, arm.name)
     pid = _ctr_pid(release.namespace, pod, "arm")
     os.kill(pid, signal.SIGKILL)
     print(f"\nkilled pid {pid} (container arm of pod {pod})", file=sys.stderr)
@@ -233,7 +236,10 @@ def test_an_arm_whose_container_is_killed_retries_and_publishes_once(release: Re
     report = result["report"]
     outcome = report.outcomes[0]
     assert outcome.status == "published", outcome.message
-    pods = release.core.list_namespaced_pod(release.namespace, label_selector=f"ragsweep.io/arm={arm.name}").items
+    from harness.sweep.k8s.builders import sweep_selector
+
+    pods = release.core.list_namespaced_pod(release.namespace,
+                                            label_selector=f"{sweep_selector(sweep_id, 'arm')}").items
     phases = sorted(p.status.phase for p in pods)
     print(f"pods of {arm.name}: {phases}", file=sys.stderr)
     assert "Failed" in phases and "Succeeded" in phases
@@ -286,7 +292,7 @@ def test_the_object_store_pod_deleted_mid_sweep_leaves_nothing_half_written(rele
     result: dict[str, Any] = {}
     worker = threading.Thread(target=lambda: result.setdefault("report", launcher.run(arms, sweep_id)))
     worker.start()
-    _arm_pod(release, arms[0].name)
+    _arm_pod(release, sweep_id, arms[0].name)
     kubectl("-n", release.namespace, "delete", "pod", f"{RELEASE}-object-store-0", "--wait=false")
     print("\nobject store pod deleted", file=sys.stderr)
     worker.join(timeout=1800)
@@ -306,3 +312,30 @@ def test_the_object_store_pod_deleted_mid_sweep_leaves_nothing_half_written(rele
         assert (reason is None) == (outcome.status == "published"), (outcome.arm.name, reason, outcome.message)
     rerun = launcher.run(arms, sweep_id)
     assert all(o.status in ("skipped", "published") for o in rerun.outcomes), [o.message for o in rerun.outcomes]
+
+
+def test_a_gpu_arm_on_a_gpu_less_node_is_named_unschedulable_not_dropped(release: Release) -> None:
+    """The rerank arm keeps its GPU request, node selector and toleration; the real scheduler
+    finds no node for it, and the watcher reports the scheduler's words at once."""
+    from harness.sweep.catalogue import CATALOGUE
+    from harness.sweep.k8s.builders import arm_job_name, build_arm_job, sweep_selector
+    from harness.sweep.k8s.executor import read_settings
+    from harness.sweep.k8s.submit import create_job, delete_job
+    from harness.sweep.k8s.watch import JobWatcher
+
+    settings = read_settings(release.core, release.namespace, f"{RELEASE}-launcher")
+    arm = next(a for a in CATALOGUE.arms if a.needs_reranker)
+    sweep_id = f"gpu-{uuid.uuid4().hex[:6]}"
+    job = build_arm_job(settings, arm, sweep_id, reranker_key="rerankers/none/reranker.tar.gz")
+    pod = job.spec.template.spec
+    assert pod.node_selector == {"nvidia.com/gpu.present": "true"}
+    assert any(t.key == "nvidia.com/gpu" for t in pod.tolerations)
+    assert pod.containers[0].resources.limits["nvidia.com/gpu"] == "1"
+    create_job(release.batch, release.namespace, job)
+    started = time.monotonic()
+    watcher = JobWatcher(release.batch, release.core, release.namespace, sweep_selector(sweep_id, "arm"), 300.0)
+    (result,) = watcher.wait([arm_job_name(sweep_id, arm)])
+    print(f"\n{arm.name} after {time.monotonic() - started:.0f}s: {result.describe()}", file=sys.stderr)
+    assert (result.succeeded, result.reason, result.pod_reason) == (False, "Unschedulable", "Pending")
+    assert "nvidia.com/gpu" in result.message
+    delete_job(release.batch, release.namespace, arm_job_name(sweep_id, arm))
