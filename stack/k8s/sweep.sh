@@ -87,10 +87,23 @@ rm -rf "$staging"
 
 say "waiting for the injector Job (inject, index through the Celery workers, settle)"
 injector_started=$SECONDS
-kubectl -n "$NAMESPACE" wait --for=condition=complete job \
-  -l "app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=injector" --timeout=2h >/dev/null \
-  || { kubectl -n "$NAMESPACE" logs -l app.kubernetes.io/component=injector --all-containers --tail 30 >&2 || true
-       die "the injector Job did not complete" 1; }
+selector="app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=injector"
+while :; do
+  state=$(kubectl -n "$NAMESPACE" get job -l "$selector" \
+    -o jsonpath='{range .items[*].status.conditions[?(@.status=="True")]}{.type}{" "}{end}' 2>/dev/null || true)
+  case " $state " in
+    *" Complete "*) break ;;
+    *" Failed "*)
+      kubectl -n "$NAMESPACE" logs -l "$selector" --all-containers --tail 20 >&2 || true
+      die "the injector Job failed (kubectl -n $NAMESPACE describe job -l $selector)" 1 ;;
+  esac
+  ((SECONDS - injector_started < 7200)) || die "the injector Job did not finish within 2 h" 1
+  if (((SECONDS - injector_started) % 60 < 10)); then
+    last=$(kubectl -n "$NAMESPACE" logs -l "$selector" -c build-state --tail 1 2>/dev/null || true)
+    say "  injector: ${last:-starting}"
+  fi
+  sleep 10
+done
 say "injector complete in $((SECONDS - injector_started))s"
 
 RAGSWEEP_K8S_NAMESPACE=$NAMESPACE RAGSWEEP_K8S_LAUNCHER_CONFIG=$RELEASE-launcher RAGSWEEP_K8S_S3_ENDPOINT=$RAGSWEEP_S3_ENDPOINT \
