@@ -22,6 +22,7 @@ class Settings(BaseSettings):
 
     # -- the stack's addresses ------------------------------------------------------------------
     opensearch_url: str = ""
+    pg_schema: str | None = None  # the Postgres store's schema (default: the DSN's search path)
     s3_endpoint: str | None = None
     # -- what a Job is told (jobs/arm.py, jobs/collect.py) --------------------------------------
     state: Path | None = None

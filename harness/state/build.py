@@ -55,12 +55,14 @@ def build_state(
     backend: str = "embedded",
     stack_analysis: str = "mirror",
     opensearch_url: str | None = None,
+    pg_schema: str | None = None,
 ) -> dict[str, Any]:
     """Build a state. Without ``dispatch`` (and with the SQLite store) the index is built
     in-process exactly as it always was; with it, it goes through the ingest tasks
     (harness.state.ingest: eager in-process, or celery workers), which also writes
     ``ingest.json``. ``store_engine="postgres"`` reads segments from the stack's Postgres and
-    implies ``dispatch="eager"`` when none is given.
+    implies ``dispatch="eager"`` when none is given, and injects into ``pg_schema`` (default: the
+    DSN's search path). ``opensearch_url`` is where ``backend="stack"`` indexes.
     """
     policy = policy or ChunkingPolicy()
     names = [c.name for c in corpora]
@@ -92,7 +94,7 @@ def build_state(
         else:
             # -- through ingest (--dispatch / --store): harness/state/ingest.py ------------------
             meta = build_state_index(tmp, meetings, embedders, policy=policy, dispatch=dispatch or "eager",
-                                     store_engine=store_engine, progress=_progress)
+                                     store_engine=store_engine, pg_schema=pg_schema, progress=_progress)
         state = {
             "schema": STATE_SCHEMA,
             "built_with": f"ragsweep {__version__}",
