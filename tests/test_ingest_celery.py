@@ -122,7 +122,7 @@ def test_eager_and_celery_build_identical_indexes(stack_workers: dict[str, dict[
     schema = f"t_ingest_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     try:
         from_pg = build_state(tmp_path / "pg", [corpus], build, dispatch="celery", store_engine="postgres",
-                              pg_schema=schema)
+                              pg_schema=schema, pg_dsn=os.environ[PG_DSN_ENV])
     finally:
         PostgresStore.drop_schema(os.environ[PG_DSN_ENV], schema)
 

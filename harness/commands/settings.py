@@ -22,6 +22,7 @@ class Settings(BaseSettings):
 
     # -- the stack's addresses ------------------------------------------------------------------
     opensearch_url: str = ""
+    pg_dsn: str | None = None  # the stack's PostgreSQL (--store postgres; the answers of a state built so)
     pg_schema: str | None = None  # the Postgres store's schema (default: the DSN's search path)
     s3_endpoint: str | None = None
     # -- what a Job is told (jobs/arm.py, jobs/collect.py) --------------------------------------

@@ -82,7 +82,8 @@ def build(args: argparse.Namespace) -> int:
                         dispatch=args.dispatch, store_engine=args.store,
                         backend=getattr(args, "backend", "embedded"),
                         stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
-                        opensearch_url=config.opensearch_url or None, pg_schema=config.pg_schema or None)
+                        opensearch_url=config.opensearch_url or None, pg_schema=config.pg_schema or None,
+                        pg_dsn=config.pg_dsn or None)
     idx = state["index"]
     print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")

@@ -21,8 +21,10 @@ from harness.index.ingest.assemble import assemble_embedded_index
 from harness.index.ingest.coordinator import CODE_DIGEST, check_report, run_eager
 from harness.index.ingest.ledger import Ledger
 from harness.index.ingest.messages import (
+    NO_ENDPOINTS,
     PG_DSN_ENV,
     PG_SCHEMA_ENV,
+    Endpoints,
     ReindexReport,
     ReindexRequest,
     SinkSpec,
@@ -48,7 +50,7 @@ DISPATCHERS: Final[dict[str, Callable[..., ReindexReport]]] = {"eager": run_eage
 
 
 def state_store(state_dir: Path, engine: StoreEngine, meetings: Sequence[Meeting], *,
-                schema: str | None = None) -> StoreSpec:
+                schema: str | None = None, endpoints: Endpoints = NO_ENDPOINTS) -> StoreSpec:
     """The store the ingest reads: the state's own SQLite file, or the stack's Postgres.
 
     The state's store.sqlite is already injected. For Postgres the meetings are injected
@@ -59,7 +61,7 @@ def state_store(state_dir: Path, engine: StoreEngine, meetings: Sequence[Meeting
     if engine == "sqlite":
         return StoreSpec("sqlite", str((state_dir / "store.sqlite").resolve()))
     spec = StoreSpec("postgres", PG_DSN_ENV, schema)
-    with spec.open(readonly=False) as store:
+    with spec.open(readonly=False, endpoints=endpoints) as store:
         store.inject(meetings)
         stored = {m.file_uuid: m for m in store.meetings()}
     differ = sorted(m.file_uuid for m in meetings if stored.get(m.file_uuid) != m)
@@ -72,7 +74,7 @@ def state_store(state_dir: Path, engine: StoreEngine, meetings: Sequence[Meeting
 
 def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: Mapping[EmbeddingTextMode, Embedder], *,
                       policy: ChunkingPolicy, dispatch: Dispatch, store_engine: StoreEngine,
-                      pg_schema: str | None = None,
+                      pg_schema: str | None = None, endpoints: Endpoints = NO_ENDPOINTS,
                       progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Index a state through the tasks: snapshot, index_file per file, sweep, assemble shards.
 
@@ -90,11 +92,12 @@ def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: M
                              "give --embedding-model a package or folder")
         specs[mode] = spec or f"object:{embedder.identity}"
     shard_dir = (state_dir / "shards").resolve()
-    request = ReindexRequest(store=state_store(state_dir, store_engine, meetings, schema=pg_schema),
+    request = ReindexRequest(store=state_store(state_dir, store_engine, meetings, schema=pg_schema,
+                                               endpoints=endpoints),
                              sink=SinkSpec("embedded", str(shard_dir)), embedding=specs,
                              max_words=policy.max_words, files=tuple(sorted(m.file_uuid for m in meetings)))
     if dispatch == "eager":
-        report = run_eager(request, by_mode, progress=progress)
+        report = run_eager(request, by_mode, progress=progress, endpoints=endpoints)
     else:
         report = DISPATCHERS[dispatch](request, progress=progress)
     check_report(report, policy=policy, embedding={m: e.identity for m, e in by_mode.items()})
