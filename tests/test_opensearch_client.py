@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import Clock
 
 from harness.errors import IntegrityError, UsageError
 from harness.index.opensearch.client import OpenSearchClient
@@ -27,19 +28,6 @@ class Node:
     def __init__(self) -> None:
         self.answers: list[tuple[int, bytes]] = []
         self.seen: list[tuple[str, str, str | None, bytes]] = []  # method, path?query, content-type, body
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -73,14 +61,14 @@ def node() -> Iterator[tuple[Node, str]]:
         server.server_close()
 
 
-def client(url: str, clock: FakeClock, deadline: float = 30.0) -> OpenSearchClient:
+def client(url: str, clock: Clock, deadline: float = 30.0) -> OpenSearchClient:
     return OpenSearchClient(url, deadline=deadline, timeout=5.0, sleep=clock.sleep, clock=clock)
 
 
 def test_json_in_and_out_with_params_as_opensearch_spells_them(node: tuple[Node, str]) -> None:
     state, url = node
     state.answers = [(200, b'{"version":{"number":"3.1.0"}}'), (200, '{"hits":{"total":{"value":1},"q":"é"}}'.encode())]
-    c = client(url, FakeClock())
+    c = client(url, Clock())
     assert c.version() == "3.1.0"
     got = c.request("POST", "/ix/_search", {"query": {"match": {"text": "café"}}},
                     params={"wait_for_completion": True, "size": 3})
@@ -94,7 +82,7 @@ def test_json_in_and_out_with_params_as_opensearch_spells_them(node: tuple[Node,
 def test_a_list_body_goes_as_ndjson_and_an_empty_answer_is_none(node: tuple[Node, str]) -> None:
     state, url = node
     state.answers = [(200, b'{"errors":false}'), (200, b"")]
-    c = client(url, FakeClock())
+    c = client(url, Clock())
     assert c.request("POST", "/_bulk", [{"index": {"_id": "a"}}, {"text": "ü"}]) == {"errors": False}
     assert state.seen[0][2:] == ("application/x-ndjson", '{"index": {"_id": "a"}}\n{"text": "ü"}\n'.encode())
     assert c.request("HEAD", "/ix") is None
@@ -104,7 +92,7 @@ def test_missing_ok_turns_404_into_none_and_otherwise_the_nodes_body_is_quoted(n
     state, url = node
     error = b'{"error":{"type":"index_not_found_exception"},"status":404}'
     state.answers = [(404, error), (404, error), (404, b"")]
-    c = client(url, FakeClock())
+    c = client(url, Clock())
     assert c.request("GET", "/ix/_mapping", missing_ok=True) is None
     with pytest.raises(IntegrityError) as info:
         c.request("GET", "/ix/_mapping")
@@ -116,7 +104,7 @@ def test_missing_ok_turns_404_into_none_and_otherwise_the_nodes_body_is_quoted(n
 def test_reads_retry_throttling_with_doubling_sleeps(node: tuple[Node, str]) -> None:
     state, url = node
     state.answers = [(503, b"busy"), (429, b"slow down"), (502, b""), (200, b'{"count":7}')]
-    clock = FakeClock()
+    clock = Clock()
     assert client(url, clock).request("POST", "/ix/_count", {}) == {"count": 7}
     assert clock.sleeps == [0.1, 0.2, 0.4]
     assert len(state.seen) == 4
@@ -125,7 +113,7 @@ def test_reads_retry_throttling_with_doubling_sleeps(node: tuple[Node, str]) -> 
 def test_sleeps_are_capped_at_two_seconds_and_stop_at_the_deadline(node: tuple[Node, str]) -> None:
     state, url = node
     state.answers = [(503, b"busy %d" % n) for n in range(20)]
-    clock = FakeClock()
+    clock = Clock()
     with pytest.raises(IntegrityError, match=r"^OpenSearch GET /ix/_stats -> HTTP 503: busy 7$"):
         client(url, clock, deadline=8.0).request("GET", "/ix/_stats")
     # 0.1+0.2+0.4+0.8+1.6+2+2 = 7.1; one more 2s sleep would end past 8s, so attempt 8 was the last
@@ -137,7 +125,7 @@ def test_sleeps_are_capped_at_two_seconds_and_stop_at_the_deadline(node: tuple[N
 def test_writes_never_retry(node: tuple[Node, str], path: str) -> None:
     state, url = node
     state.answers = [(503, b"busy"), (200, b"{}")]
-    clock = FakeClock()
+    clock = Clock()
     with pytest.raises(IntegrityError, match=rf"^OpenSearch POST {path} -> HTTP 503: busy$"):
         client(url, clock).request("POST", path, {})
     assert clock.sleeps == [] and len(state.seen) == 1
@@ -146,7 +134,7 @@ def test_writes_never_retry(node: tuple[Node, str], path: str) -> None:
 def test_a_client_error_is_not_retried_even_on_a_read(node: tuple[Node, str]) -> None:
     state, url = node
     state.answers = [(400, b'{"error":"bad"}'), (200, b"{}")]
-    clock = FakeClock()
+    clock = Clock()
     with pytest.raises(IntegrityError, match="HTTP 400"):
         client(url, clock).request("POST", "/ix/_search", {})
     assert clock.sleeps == [] and len(state.seen) == 1
@@ -161,12 +149,12 @@ def closed_port_url() -> str:
 
 def test_no_answer_is_a_usage_error_that_names_the_stack() -> None:
     url = closed_port_url()
-    clock = FakeClock()
+    clock = Clock()
     with pytest.raises(UsageError, match=rf"^OpenSearch at {url} did not answer GET / \(.+\); is the stack up\? "
                                          r"\(make stack-up\)$"):
         client(url, clock, deadline=1.0).request("GET", "/")
     assert clock.sleeps == [0.1, 0.2, 0.4]  # reads retry a refused connection until the deadline
-    clock = FakeClock()
+    clock = Clock()
     with pytest.raises(UsageError, match="did not answer PUT /ix"):
         client(url, clock).request("PUT", "/ix", {})
     assert clock.sleeps == []
@@ -188,4 +176,4 @@ def test_the_library_loads_on_the_first_request_not_on_import() -> None:
 def test_a_json_body_is_parsed_as_json(node: tuple[Node, str]) -> None:
     state, url = node
     state.answers = [(200, json.dumps([1, "x"]).encode())]
-    assert client(url, FakeClock()).request("GET", "/_cat/indices") == [1, "x"]
+    assert client(url, Clock()).request("GET", "/_cat/indices") == [1, "x"]
