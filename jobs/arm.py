@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         state = State.open(args.state)
         embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL)
         with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
-            run_bench(state, config, embedder, Path(tmp), opensearch_url=settings().opensearch_url)
+            run_bench(state, config, embedder, Path(tmp), opensearch_url=settings().opensearch_url,
+                      pg_dsn=settings().pg_dsn or "")
             files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in (*ARM_FILES, *ARM_EXTRA_FILES)}
         publish_arm(store, args.sweep_id, arm, digest, files, state_identity=identity)
     except BaseException as e:

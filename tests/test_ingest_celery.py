@@ -33,7 +33,6 @@ from harness.index.ingest.ledger import RedisLedger
 from harness.index.ingest.messages import (
     DEFAULT_QUEUES,
     PG_DSN_ENV,
-    PG_SCHEMA_ENV,
     ReindexRequest,
     ReindexRun,
     SinkSpec,
@@ -112,7 +111,7 @@ def test_workers_on_both_queues_chunk_with_the_hosts_splitter_and_code(
 
 
 def test_eager_and_celery_build_identical_indexes(stack_workers: dict[str, dict[str, Any]], corpus: Any,
-                                                  tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+                                                  tmp_path: Path) -> None:
     from harness.index.documents import EmbeddingTextMode
     from harness.index.embed import Embedder, SentenceTransformerEmbedder
     from harness.state.build import build_state
@@ -121,9 +120,9 @@ def test_eager_and_celery_build_identical_indexes(stack_workers: dict[str, dict[
     eager = build_state(tmp_path / "eager", [corpus], build, dispatch="eager")
     celery = build_state(tmp_path / "celery", [corpus], build, dispatch="celery")
     schema = f"t_ingest_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    monkeypatch.setenv(PG_SCHEMA_ENV, schema)
     try:
-        from_pg = build_state(tmp_path / "pg", [corpus], build, dispatch="celery", store_engine="postgres")
+        from_pg = build_state(tmp_path / "pg", [corpus], build, dispatch="celery", store_engine="postgres",
+                              pg_schema=schema, pg_dsn=os.environ[PG_DSN_ENV])
     finally:
         PostgresStore.drop_schema(os.environ[PG_DSN_ENV], schema)
 

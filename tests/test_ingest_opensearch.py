@@ -15,8 +15,9 @@ import pytest
 
 from harness.index.ingest.coordinator import finish_reindex, index_file, run_eager, start_reindex
 from harness.index.ingest.ledger import MemoryLedger
-from harness.index.ingest.messages import ReindexRequest, SinkSpec, StoreSpec, file_jobs
+from harness.index.ingest.messages import Endpoints, ReindexRequest, SinkSpec, StoreSpec, file_jobs
 from harness.index.ingest.sinks import OpenSearchSink
+from harness.index.opensearch.client import OpenSearchClient
 from harness.model import Meeting
 from harness.store import SqliteStore
 from tests.test_ingest_eager import TIES, HashEmbedder, meeting
@@ -59,19 +60,20 @@ def _count(sink: OpenSearchSink, file_uuid: str) -> int:
 
 
 def test_index_file_and_the_sweep_through_opensearch(index: str, tmp_path: Path) -> None:
-    sink = OpenSearchSink(index)
+    url = os.environ["RAGSWEEP_OPENSEARCH_URL"]
+    sink, at = OpenSearchSink(index, OpenSearchClient(url)), Endpoints(opensearch_url=url)
     # an earlier run indexed a file the store no longer holds
-    run_eager(_request(tmp_path / "old.sqlite", index, GONE), {"header": HashEmbedder()})
+    run_eager(_request(tmp_path / "old.sqlite", index, GONE), {"header": HashEmbedder()}, endpoints=at)
     assert sink.files() == {GONE.file_uuid}
 
     request = _request(tmp_path / "store.sqlite", index, TIES, OTHER)
     ledger = MemoryLedger()
-    run = start_reindex(request, ledger)
-    index_file(file_jobs(run)[0], ledger, {"header": HashEmbedder()})
-    declined = finish_reindex(run, ledger)             # one of two files unaccounted
+    run = start_reindex(request, ledger, endpoints=at)
+    index_file(file_jobs(run)[0], ledger, {"header": HashEmbedder()}, endpoints=at)
+    declined = finish_reindex(run, ledger, endpoints=at)             # one of two files unaccounted
     assert not declined.sweep.ran and GONE.file_uuid in sink.files()
 
-    report = run_eager(request, {"header": HashEmbedder()})
+    report = run_eager(request, {"header": HashEmbedder()}, endpoints=at)
     assert report.sweep.ran and report.sweep.orphans == (GONE.file_uuid,)
     assert report.sweep.documents_deleted == 2                # GONE's chunk and its digest
     assert sink.files() == {TIES.file_uuid, OTHER.file_uuid}
@@ -79,6 +81,6 @@ def test_index_file_and_the_sweep_through_opensearch(index: str, tmp_path: Path)
     # TIES: five speaker turns -> 5 chunks; digests cut min(6, 5) = 5 sections, one per chunk
     assert documents[TIES.file_uuid] == 10 and _count(sink, TIES.file_uuid) == 10
     # indexing a file again replaces its documents (delete, then bulk write): no duplicates
-    again = run_eager(request, {"header": HashEmbedder()})
+    again = run_eager(request, {"header": HashEmbedder()}, endpoints=at)
     assert again.sweep.ran and again.sweep.orphans == ()
     assert _count(sink, TIES.file_uuid) == 10 and _count(sink, OTHER.file_uuid) == documents[OTHER.file_uuid]

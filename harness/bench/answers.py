@@ -8,19 +8,19 @@ from typing import Any
 from harness.answers import Sources, answers_block
 from harness.answers.results import AnswerSettings
 from harness.errors import IntegrityError
-from harness.index.ingest.messages import StoreSpec
+from harness.index.ingest.messages import Endpoints, StoreSpec
 from harness.model import Corpus
 from harness.state import State
 from harness.store import SqliteStore
 
 
 def arm_answers(state: State, corpora: list[Corpus], settings: AnswerSettings, search: Any = None, *,
-                backend: str = "embedded") -> dict[str, Any]:
+                backend: str = "embedded", pg_dsn: str = "") -> dict[str, Any]:
     """The answer engine over the phrase aggregation and the relational store (harness.answers).
 
     The store is the state's own SQLite file, except on the stack backend for a state ingested
     from the stack's PostgreSQL (``state build --store postgres``): then the answers read
-    PostgreSQL, as the product would, and the block records which schema.
+    PostgreSQL at ``pg_dsn``, as the product would, and the block records which schema.
     """
     with SqliteStore.open(state.store_path(), readonly=True) as own:
         postgres = ingested_postgres(state) if backend == "stack" else None
@@ -28,7 +28,7 @@ def arm_answers(state: State, corpora: list[Corpus], settings: AnswerSettings, s
             sources = Sources(search=search or state.index, store=own, bucket_size=settings.bucket_size)
             return answers_block(corpora, sources, settings)
         spec, described = postgres
-        with spec.open(readonly=True) as store:
+        with spec.open(readonly=True, endpoints=Endpoints(pg_dsn=pg_dsn or None)) as store:
             mine, theirs = own.stats(), store.stats()
             if theirs != mine:
                 raise IntegrityError(

@@ -37,9 +37,10 @@ from harness.state import State
 
 def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
               compare: Path | None = None, progress: Callable[[int, int], None] | None = None, *,
-              opensearch_url: str = "") -> dict[str, Any]:
+              opensearch_url: str = "", pg_dsn: str = "") -> dict[str, Any]:
     """Run one arm over ``state`` and write its results to ``out``; ``opensearch_url`` is the stack's
-    (--backend stack, --time-also stack), from the caller's settings."""
+    (--backend stack, --time-also stack) and ``pg_dsn`` its PostgreSQL (the answers of a state
+    ingested from it), both from the caller's settings."""
     started = time.time()
     stage = config.bench_stage
     corpora = [c for c in state.corpora if not config.corpora or c.name in config.corpora]
@@ -115,7 +116,7 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     if stage.extra is not None:
         key, summarise = stage.extra
         extra[key] = summarise(outcomes, judged)
-    extra["answers"] = arm_answers(state, corpora, config.answers, search, backend=config.backend)
+    extra["answers"] = arm_answers(state, corpora, config.answers, search, backend=config.backend, pg_dsn=pg_dsn)
     stack_info = opened.end() if opened else None  # indexing.total after: a write voids it, nothing is written
     claim = Claim(
         control_name=config.control_name, corpora=corpora, judgements=judgements, evaluation=evaluation,

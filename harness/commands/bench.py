@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.commands.settings import settings
 
     run_bench(state, config, embedder, args.out, compare=args.compare, progress=progress,
-              opensearch_url=settings().opensearch_url)
+              opensearch_url=settings().opensearch_url, pg_dsn=settings().pg_dsn or "")
     print((args.out / "metrics.md").read_text(encoding="utf-8"), end="")
     print((args.out / "answers.md").read_text(encoding="utf-8"), end="")
     if args.compare:

@@ -1,9 +1,10 @@
 """The one settings model: every ``RAGSWEEP_*`` environment variable, read in one place.
 
 Only the CLI (harness.commands) and the Job entrypoints (jobs/) read it, and they pass what
-a library function needs down as an argument. Not yet everywhere: the k8s launcher, the
-PostgreSQL/Redis/OpenSearch clients of ingest and state, and the local executor's child
-environment still read os.environ themselves (issue 14, item 3, unfinished).
+a library function needs down as an argument (the stack's addresses as
+harness.index.ingest.messages.Endpoints). What still reads os.environ under harness/ is listed,
+with why, in tests/test_environ_reads.py: the Celery app (the workers' own entrypoint), the
+Hugging Face offline switches, the k8s launcher and the local executor's child environment.
 A Job spec sets these variables (harness/sweep/k8s/builders.py); on a laptop they are the
 stack's addresses (stack/env.sh). A flag, where an entrypoint has one, wins over its variable.
 """
@@ -22,6 +23,8 @@ class Settings(BaseSettings):
 
     # -- the stack's addresses ------------------------------------------------------------------
     opensearch_url: str = ""
+    pg_dsn: str | None = None  # the stack's PostgreSQL (--store postgres; the answers of a state built so)
+    pg_schema: str | None = None  # the Postgres store's schema (default: the DSN's search path)
     s3_endpoint: str | None = None
     # -- what a Job is told (jobs/arm.py, jobs/collect.py) --------------------------------------
     state: Path | None = None

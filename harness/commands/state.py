@@ -75,13 +75,15 @@ def build(args: argparse.Namespace) -> int:
     corpora = [_read(name, Path(folder), Path(manifests[name]) if name in manifests else None)
                for name, folder in folders.items()]
     embedder = SentenceTransformerEmbedder(args.embedding_model)
+    config = settings()
     modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)
     state = build_state(args.out, corpora, dict.fromkeys(modes, embedder),  # type: ignore[arg-type]
                         policy=ChunkingPolicy(max_words=args.max_words), force=args.force,
                         dispatch=args.dispatch, store_engine=args.store,
                         backend=getattr(args, "backend", "embedded"),
                         stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
-                        opensearch_url=settings().opensearch_url or None)
+                        opensearch_url=config.opensearch_url or None, pg_schema=config.pg_schema or None,
+                        pg_dsn=config.pg_dsn or None)
     idx = state["index"]
     print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")

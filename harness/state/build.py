@@ -21,7 +21,7 @@ from harness.index.chunking import ChunkingPolicy
 from harness.index.documents import EmbeddingTextMode, IndexDoc, meeting_documents
 from harness.index.embed import Embedder
 from harness.index.embedded import build_index
-from harness.index.ingest.messages import StoreEngine
+from harness.index.ingest.messages import Endpoints, StoreEngine
 from harness.model import Corpus
 from harness.state import STATE_SCHEMA
 from harness.state.ingest import Dispatch, build_state_index
@@ -55,12 +55,15 @@ def build_state(
     backend: str = "embedded",
     stack_analysis: str = "mirror",
     opensearch_url: str | None = None,
+    pg_schema: str | None = None,
+    pg_dsn: str | None = None,
 ) -> dict[str, Any]:
     """Build a state. Without ``dispatch`` (and with the SQLite store) the index is built
     in-process exactly as it always was; with it, it goes through the ingest tasks
     (harness.state.ingest: eager in-process, or celery workers), which also writes
     ``ingest.json``. ``store_engine="postgres"`` reads segments from the stack's Postgres and
-    implies ``dispatch="eager"`` when none is given.
+    implies ``dispatch="eager"`` when none is given, and injects into ``pg_schema`` (default: the
+    DSN's search path) at ``pg_dsn``. ``opensearch_url`` is where ``backend="stack"`` indexes.
     """
     policy = policy or ChunkingPolicy()
     names = [c.name for c in corpora]
@@ -92,7 +95,9 @@ def build_state(
         else:
             # -- through ingest (--dispatch / --store): harness/state/ingest.py ------------------
             meta = build_state_index(tmp, meetings, embedders, policy=policy, dispatch=dispatch or "eager",
-                                     store_engine=store_engine, progress=_progress)
+                                     store_engine=store_engine, pg_schema=pg_schema,
+                                     endpoints=Endpoints(pg_dsn=pg_dsn, opensearch_url=opensearch_url),
+                                     progress=_progress)
         state = {
             "schema": STATE_SCHEMA,
             "built_with": f"ragsweep {__version__}",

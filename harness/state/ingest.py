@@ -8,7 +8,6 @@ app (:mod:`harness.index.ingest.tasks`) is imported only when ``--dispatch celer
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -22,8 +21,10 @@ from harness.index.ingest.assemble import assemble_embedded_index
 from harness.index.ingest.coordinator import CODE_DIGEST, check_report, run_eager
 from harness.index.ingest.ledger import Ledger
 from harness.index.ingest.messages import (
+    NO_ENDPOINTS,
     PG_DSN_ENV,
     PG_SCHEMA_ENV,
+    Endpoints,
     ReindexReport,
     ReindexRequest,
     SinkSpec,
@@ -48,18 +49,19 @@ def run_celery(request: ReindexRequest, embedders: Mapping[str, Embedder] | None
 DISPATCHERS: Final[dict[str, Callable[..., ReindexReport]]] = {"eager": run_eager, "celery": run_celery}
 
 
-def state_store(state_dir: Path, engine: StoreEngine, meetings: Sequence[Meeting]) -> StoreSpec:
+def state_store(state_dir: Path, engine: StoreEngine, meetings: Sequence[Meeting], *,
+                schema: str | None = None, endpoints: Endpoints = NO_ENDPOINTS) -> StoreSpec:
     """The store the ingest reads: the state's own SQLite file, or the stack's Postgres.
 
     The state's store.sqlite is already injected. For Postgres the meetings are injected
-    into RAGSWEEP_PG_SCHEMA (default: the DSN's search path) and read back: the skip
+    into ``schema`` (RAGSWEEP_PG_SCHEMA at the CLI; default: the DSN's search path) and read back: the skip
     path keeps a present file's old segments, and an index cut from them would not be
     this corpus's, so any difference is refused.
     """
     if engine == "sqlite":
         return StoreSpec("sqlite", str((state_dir / "store.sqlite").resolve()))
-    spec = StoreSpec("postgres", PG_DSN_ENV, os.environ.get(PG_SCHEMA_ENV) or None)
-    with spec.open(readonly=False) as store:
+    spec = StoreSpec("postgres", PG_DSN_ENV, schema)
+    with spec.open(readonly=False, endpoints=endpoints) as store:
         store.inject(meetings)
         stored = {m.file_uuid: m for m in store.meetings()}
     differ = sorted(m.file_uuid for m in meetings if stored.get(m.file_uuid) != m)
@@ -72,6 +74,7 @@ def state_store(state_dir: Path, engine: StoreEngine, meetings: Sequence[Meeting
 
 def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: Mapping[EmbeddingTextMode, Embedder], *,
                       policy: ChunkingPolicy, dispatch: Dispatch, store_engine: StoreEngine,
+                      pg_schema: str | None = None, endpoints: Endpoints = NO_ENDPOINTS,
                       progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Index a state through the tasks: snapshot, index_file per file, sweep, assemble shards.
 
@@ -89,11 +92,12 @@ def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: M
                              "give --embedding-model a package or folder")
         specs[mode] = spec or f"object:{embedder.identity}"
     shard_dir = (state_dir / "shards").resolve()
-    request = ReindexRequest(store=state_store(state_dir, store_engine, meetings),
+    request = ReindexRequest(store=state_store(state_dir, store_engine, meetings, schema=pg_schema,
+                                               endpoints=endpoints),
                              sink=SinkSpec("embedded", str(shard_dir)), embedding=specs,
                              max_words=policy.max_words, files=tuple(sorted(m.file_uuid for m in meetings)))
     if dispatch == "eager":
-        report = run_eager(request, by_mode, progress=progress)
+        report = run_eager(request, by_mode, progress=progress, endpoints=endpoints)
     else:
         report = DISPATCHERS[dispatch](request, progress=progress)
     check_report(report, policy=policy, embedding={m: e.identity for m, e in by_mode.items()})

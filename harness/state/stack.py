@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from harness.index.documents import doc_from_record
 from harness.index.opensearch.backend import OpenSearchBackend
-from harness.index.opensearch.client import URL_ENV, OpenSearchClient
+from harness.index.opensearch.client import OpenSearchClient
 from harness.index.opensearch.mapping import AnalysisProfile, state_identity
 from harness.index.opensearch.settle import DEFAULT_SETTLE_TIMEOUT, settle_for_measurement
 from harness.index.opensearch.writer import build_stack_index
@@ -24,10 +23,11 @@ def index_state(index_dir: Path, state: Mapping[str, Any], *, analysis: Analysis
 
     Documents come from the embedded build's ``docs.jsonl`` (whichever path wrote it) and
     vectors from its ``vectors-{mode}.npy``. Returns the state's ``stack`` block, with the
-    provenance read from the indexed documents.
+    provenance read from the indexed documents. Without a ``client`` one is made for ``url``
+    (the CLI's RAGSWEEP_OPENSEARCH_URL).
     """
     if client is None:
-        client = OpenSearchClient(url or os.environ.get(URL_ENV, ""))
+        client = OpenSearchClient(url or "")
     with (index_dir / "docs.jsonl").open(encoding="utf-8") as fh:
         docs = [doc_from_record(json.loads(line)) for line in fh]
     embedding = state["index"]["embedding"]

@@ -38,6 +38,8 @@ from harness.index.documents import embedding_text, meeting_documents
 from harness.index.embed import Embedder, SentenceTransformerEmbedder
 from harness.index.ingest.ledger import Ledger, MemoryLedger, lock_key
 from harness.index.ingest.messages import (
+    NO_ENDPOINTS,
+    Endpoints,
     IndexFileJob,
     ReindexReport,
     ReindexRequest,
@@ -96,14 +98,15 @@ def _encode(embedder: Embedder, texts: list[str]) -> np.ndarray:
     return np.asarray(embedder.encode(texts), dtype=np.float32)
 
 
-def index_file(job: IndexFileJob, ledger: Ledger, embedders: Mapping[str, Embedder] | None = None) -> dict[str, Any]:
+def index_file(job: IndexFileJob, ledger: Ledger, embedders: Mapping[str, Embedder] | None = None, *,
+               endpoints: Endpoints = NO_ENDPOINTS) -> dict[str, Any]:
     """Chunk, embed and write one file; record and return its outcome (never raises for the file)."""
     request = job.request
     policy = request.policy()
     result: dict[str, Any] = {"file_uuid": job.file_uuid, "run_id": job.run_id, "splitter": SPLITTER_IDENTITY,
                               "chunking": policy.to_dict(), "worker": worker_identity()}
     try:
-        with request.store.open(readonly=True) as store:
+        with request.store.open(readonly=True, endpoints=endpoints) as store:
             segments = store.segments(job.file_uuid)
         meeting = meeting_from_segments(job.header, segments)
         docs = meeting_documents(meeting, policy, digests=request.digests)
@@ -114,7 +117,7 @@ def index_file(job: IndexFileJob, ledger: Ledger, embedders: Mapping[str, Embedd
         identities = {mode: e.identity for mode, e in resolved.items()}
         provenance = {"splitter": SPLITTER_IDENTITY, "chunking": policy.to_dict(), "embedding": identities,
                       "dimension": {mode: e.dimension for mode, e in resolved.items()}}
-        digest = open_sink(request.sink).write_file(job.file_uuid, docs, vectors, provenance)
+        digest = open_sink(request.sink, endpoints).write_file(job.file_uuid, docs, vectors, provenance)
         result.update(status="indexed", segments=len(segments), documents=len(docs),
                       chunk_documents=sum(1 for d in docs if d.doc_type == "chunk"),
                       digest_documents=sum(1 for d in docs if d.doc_type == "digest"),
@@ -125,12 +128,13 @@ def index_file(job: IndexFileJob, ledger: Ledger, embedders: Mapping[str, Embedd
     return result
 
 
-def start_reindex(request: ReindexRequest, ledger: Ledger, *, run_id: str | None = None) -> ReindexRun:
+def start_reindex(request: ReindexRequest, ledger: Ledger, *, run_id: str | None = None,
+                  endpoints: Endpoints = NO_ENDPOINTS) -> ReindexRun:
     """Take the target's lock, snapshot the file list from the store, record the snapshot."""
     run_id = run_id or uuid.uuid4().hex
     ledger.acquire(request.sink.target, run_id)
     try:
-        with request.store.open(readonly=True) as store:
+        with request.store.open(readonly=True, endpoints=endpoints) as store:
             meetings = store.meetings()
         headers = {m.file_uuid: m.model_dump(mode="json", exclude={"turns"}) for m in meetings}
         if request.files is not None:
@@ -180,9 +184,9 @@ def orphan_sweep(run: ReindexRun, ledger: Ledger, sink: DocumentSink) -> SweepRe
 
 
 
-def finish_reindex(run: ReindexRun, ledger: Ledger) -> ReindexReport:
+def finish_reindex(run: ReindexRun, ledger: Ledger, *, endpoints: Endpoints = NO_ENDPOINTS) -> ReindexReport:
     """Tally from the ledger (the source of truth), sweep or decline, release the lock."""
-    sweep = orphan_sweep(run, ledger, open_sink(run.request.sink))
+    sweep = orphan_sweep(run, ledger, open_sink(run.request.sink, endpoints))
     outcomes = ledger.outcomes(run.run_id)
     ledger.release(run.target, run.run_id)
     return ReindexReport(run_id=run.run_id, target=run.target, snapshot=tuple(sorted(run.snapshot)),
@@ -190,16 +194,17 @@ def finish_reindex(run: ReindexRun, ledger: Ledger) -> ReindexReport:
 
 
 def run_eager(request: ReindexRequest, embedders: Mapping[str, Embedder] | None = None, *,
-              ledger: Ledger | None = None, progress: Callable[[str, int, int], None] | None = None) -> ReindexReport:
+              ledger: Ledger | None = None, progress: Callable[[str, int, int], None] | None = None,
+              endpoints: Endpoints = NO_ENDPOINTS) -> ReindexReport:
     """The coordinator in-process: the same functions the workers run, one file after another."""
     ledger = ledger if ledger is not None else MemoryLedger()
-    run = start_reindex(request, ledger)
+    run = start_reindex(request, ledger, endpoints=endpoints)
     jobs = file_jobs(run)
     for i, job in enumerate(jobs, start=1):
-        index_file(job, ledger, embedders)
+        index_file(job, ledger, embedders, endpoints=endpoints)
         if progress:
             progress("indexing (eager)", i, len(jobs))
-    return finish_reindex(run, ledger)
+    return finish_reindex(run, ledger, endpoints=endpoints)
 
 
 

@@ -1,12 +1,12 @@
 """What travels in an ingest task message, and what comes back: plain dataclasses with JSON round trips.
 
 A store or sink is named, never opened, in a message: for Postgres the spec names the
-environment variable holding the DSN, so no password travels in a task message.
+environment variable holding the DSN, so no password travels in a task message. The
+addresses themselves (:class:`Endpoints`) are the opening process's, handed in by its entrypoint.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -24,21 +24,36 @@ DEFAULT_QUEUES: Final[Mapping[str, str]] = {"embedding": "embedding", "cpu": "cp
 
 
 @dataclass(frozen=True)
+class Endpoints:
+    """Where this process reaches the stack; never part of a message (a DSN may hold a password).
+
+    The entrypoint fills it: the CLI and jobs/ from their Settings, a Celery worker from the
+    environment it was started with (harness.index.ingest.tasks).
+    """
+
+    pg_dsn: str | None = None
+    opensearch_url: str | None = None
+
+
+NO_ENDPOINTS: Final = Endpoints()
+
+
+@dataclass(frozen=True)
 class StoreSpec:
     """How a worker opens the relational store: a SQLite file, or a Postgres schema.
 
     For Postgres, ``location`` names the environment variable holding the DSN, so no
-    password travels in a task message.
+    password travels in a task message; the DSN itself comes from the opener's ``endpoints``.
     """
 
     engine: StoreEngine
     location: str
     schema: str | None = None
 
-    def open(self, *, readonly: bool) -> SqlStore:
+    def open(self, *, readonly: bool, endpoints: Endpoints = NO_ENDPOINTS) -> SqlStore:
         if self.engine == "sqlite":
             return SqliteStore.open(self.location, readonly=readonly)
-        dsn = os.environ.get(self.location)
+        dsn = endpoints.pg_dsn
         if not dsn:
             raise UsageError(f"the Postgres store needs {self.location} (make stack-up; eval \"$(stack/env.sh)\")")
         return PostgresStore.open(dsn, schema=self.schema, readonly=readonly)

@@ -21,8 +21,8 @@ import numpy as np
 
 from harness.errors import IntegrityError, UsageError
 from harness.index.documents import IndexDoc, doc_from_record
-from harness.index.ingest.messages import SinkSpec
-from harness.index.opensearch.client import client_from_env
+from harness.index.ingest.messages import NO_ENDPOINTS, Endpoints, SinkSpec
+from harness.index.opensearch.client import OpenSearchClient
 from harness.index.opensearch.queries import checked_buckets
 from harness.index.opensearch.writer import bulk_index
 
@@ -117,9 +117,9 @@ class ShardSink:
 class OpenSearchSink:
     """The stack index through harness.index.opensearch.writer's bulk writer (the index must exist)."""
 
-    def __init__(self, index: str) -> None:
+    def __init__(self, index: str, client: OpenSearchClient) -> None:
         self.index = index
-        self.client = client_from_env(os.environ)
+        self.client = client
 
     def write_file(self, file_uuid: str, docs: Sequence[IndexDoc], vectors: Mapping[str, np.ndarray],
                    provenance: Mapping[str, Any]) -> str:
@@ -149,12 +149,19 @@ class OpenSearchSink:
         return int(result.get("deleted", 0))
 
 
-SINKS: Final[dict[str, Callable[[str], DocumentSink]]] = {"embedded": ShardSink, "opensearch": OpenSearchSink}
+def _opensearch_sink(index: str, endpoints: Endpoints) -> OpenSearchSink:
+    return OpenSearchSink(index, OpenSearchClient(endpoints.opensearch_url or ""))
 
 
-def open_sink(spec: SinkSpec) -> DocumentSink:
+SINKS: Final[dict[str, Callable[[str, Endpoints], DocumentSink]]] = {
+    "embedded": lambda root, _: ShardSink(root),
+    "opensearch": _opensearch_sink,
+}
+
+
+def open_sink(spec: SinkSpec, endpoints: Endpoints = NO_ENDPOINTS) -> DocumentSink:
     try:
         factory = SINKS[spec.backend]
     except KeyError as e:
         raise UsageError(f"unknown index backend {spec.backend!r}; expected one of {sorted(SINKS)}") from e
-    return factory(spec.location)
+    return factory(spec.location, endpoints)

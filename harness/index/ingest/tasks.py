@@ -38,12 +38,15 @@ from harness.index.ingest import coordinator
 from harness.index.ingest.ledger import STATE_TTL_S, RedisLedger
 from harness.index.ingest.messages import (
     DEFAULT_QUEUES,
+    PG_DSN_ENV,
+    Endpoints,
     IndexFileJob,
     ReindexReport,
     ReindexRequest,
     ReindexRun,
     file_jobs,
 )
+from harness.index.opensearch.client import URL_ENV as OPENSEARCH_URL_ENV
 
 REDIS_URL_ENV: Final = "RAGSWEEP_REDIS_URL"
 # The stack's default (stack/lib.sh): what a worker uses if started without the env file.
@@ -77,22 +80,33 @@ def _ledger() -> RedisLedger:
     return RedisLedger.from_url(os.environ.get(REDIS_URL_ENV) or DEFAULT_REDIS_URL)
 
 
+def _endpoints() -> Endpoints:
+    """The worker's own addresses of the stack, from the environment it was started with.
+
+    This module is the worker's entrypoint (``celery -A``), so it reads the environment as the
+    CLI and jobs/ do; it cannot use their Settings model (harness.commands), which no stage
+    imports (docs/architecture.md).
+    """
+    return Endpoints(pg_dsn=os.environ.get(PG_DSN_ENV) or None,
+                     opensearch_url=os.environ.get(OPENSEARCH_URL_ENV) or None)
+
+
 @app.task(name="ragsweep.index_file")
 def index_file(job: dict[str, Any]) -> dict[str, Any]:
-    return coordinator.index_file(IndexFileJob.from_dict(job), _ledger())
+    return coordinator.index_file(IndexFileJob.from_dict(job), _ledger(), endpoints=_endpoints())
 
 
 @app.task(name="ragsweep.finish_reindex")
 def finish_reindex(results: list[dict[str, Any]], run: dict[str, Any]) -> dict[str, Any]:
     # the chord's results are not trusted for the tally: the ledger is (a lost completion
     # is exactly an outcome the ledger does not have)
-    return coordinator.finish_reindex(ReindexRun.from_dict(run), _ledger()).to_dict()
+    return coordinator.finish_reindex(ReindexRun.from_dict(run), _ledger(), endpoints=_endpoints()).to_dict()
 
 
 @app.task(name="ragsweep.reindex")
 def reindex(request: dict[str, Any]) -> dict[str, Any]:
     req = ReindexRequest.from_dict(request)
-    run = coordinator.start_reindex(req, _ledger())
+    run = coordinator.start_reindex(req, _ledger(), endpoints=_endpoints())
     header = [index_file.s(job.to_dict()).set(queue=req.queues["embedding"]) for job in file_jobs(run)]
     body = finish_reindex.s(run.to_dict()).set(queue=req.queues["cpu"])
     result = chord(header)(body) if header else body.apply_async(([],))
@@ -149,7 +163,7 @@ def dispatch_reindex(request: ReindexRequest, *, progress: Callable[[str, int, i
             if progress:
                 progress("indexing (celery)", done, max(total, 1))
         elif time.monotonic() - last_change > stall_timeout_s:
-            return coordinator.finish_reindex(run, ledger)
+            return coordinator.finish_reindex(run, ledger, endpoints=_endpoints())
         time.sleep(poll_s)
     try:
         return ReindexReport.from_dict(finish.get(timeout=start_timeout_s))

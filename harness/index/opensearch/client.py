@@ -1,73 +1,126 @@
-"""JSON over HTTP to one OpenSearch node.
+"""JSON over HTTP to one OpenSearch node, over opensearch-py's HTTP connection.
 
-HTTP is stdlib ``urllib``: no client library, so nothing heavy is imported.
+opensearch-py is imported on the first request, not with this module, so ``ragsweep --help``
+and the modules that only name the type stay fast. This module uses its connection layer
+(urllib3 pooling, URL and TLS handling) and not its ``Transport``: the connection hands back
+status and body as the node sent them, so error messages quote the node's own bytes, and no
+second retry loop runs under the one retry policy, harness.retries (tenacity), whose clock
+and sleep are injectable so a retry test takes no wall time.
 """
 
 from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import IntegrityError, UsageError
+from harness.retries import RetryError, call_with_retries
+
+if TYPE_CHECKING:
+    from opensearchpy import Connection
 
 URL_ENV = "RAGSWEEP_OPENSEARCH_URL"
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
+_BASE_S, _CAP_S = 0.1, 2.0  # the first retry waits 0.1s, doubling to at most 2s
+_EVERY_STATUS = range(100, 600)  # the connection raises on none: statuses are judged here
+
+
+class _HttpStatus(Exception):
+    """A node's non-2xx answer, with its body as the node sent it."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.text = text
 
 
 class OpenSearchClient:
     """JSON over HTTP to one node. Idempotent reads retry with capped backoff; writes never do."""
 
-    def __init__(self, url: str, *, timeout: float = 120.0, deadline: float = 30.0) -> None:
+    def __init__(self, url: str, *, timeout: float = 120.0, deadline: float = 30.0,
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
         if not url:
             raise UsageError(f"no OpenSearch URL: set {URL_ENV} (make stack-up; eval \"$(stack/env.sh)\")")
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.deadline = deadline
+        self.sleep = sleep
+        self.clock = clock
+        self._connection: Connection | None = None
+
+    @property
+    def connection(self) -> Connection:
+        """opensearch-py's connection to the node, made on first use (the import is not free)."""
+        if self._connection is None:
+            from opensearchpy import OpenSearch
+
+            # The client parses the URL (scheme, host, port, path prefix) into one connection.
+            self._connection = OpenSearch([self.url], timeout=self.timeout).transport.get_connection()
+        return self._connection
 
     def request(self, method: str, path: str, body: Any = None, *, params: Mapping[str, Any] | None = None,
                 missing_ok: bool = False) -> Any:
         """One request; a list body goes as NDJSON (``_bulk``). 404 -> None when ``missing_ok``."""
-        url = self.url + path
-        if params:
-            url += "?" + urllib.parse.urlencode({k: str(v).lower() if isinstance(v, bool) else v
-                                                 for k, v in params.items()})
-        headers: dict[str, str] = {}
+        query = {k: str(v).lower() if isinstance(v, bool) else v for k, v in (params or {}).items()}
+        headers: dict[str, str] = {}  # lower case: the connection's own defaults are, and a dict keeps both spellings
         data = None
         if isinstance(body, list):
             data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in body).encode("utf-8")
-            headers["Content-Type"] = "application/x-ndjson"
+            headers["content-type"] = "application/x-ndjson"
         elif body is not None:
             data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-            headers["Content-Type"] = "application/json"
+            headers["content-type"] = "application/json"
         retry = method in {"GET", "HEAD"} or path.endswith(("/_search", "/_count", "/_refresh"))
-        give_up = time.monotonic() + self.deadline
-        delay = 0.1
-        while True:
-            req = urllib.request.Request(url, data=data, method=method, headers=headers)
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as response:
-                    raw = response.read()
-                return json.loads(raw) if raw else None
-            except urllib.error.HTTPError as e:
-                text = e.read().decode("utf-8", errors="replace")
-                if e.code == 404 and missing_ok:
-                    return None
-                if not (retry and e.code in _RETRY_STATUSES and time.monotonic() < give_up):
-                    raise IntegrityError(f"OpenSearch {method} {path} -> HTTP {e.code}: {text[:2000]}") from e
-            except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
-                if not (retry and time.monotonic() < give_up):
-                    raise UsageError(f"OpenSearch at {self.url} did not answer {method} {path} ({e}); "
-                                     "is the stack up? (make stack-up)") from e
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+
+        def once() -> Any:
+            status, _, raw = self.connection.perform_request(method, path, query or None, data, ignore=_EVERY_STATUS,
+                                                             headers=headers)
+            if not 200 <= status < 300:
+                raise _HttpStatus(status, raw)
+            return json.loads(raw) if raw else None
+
+        error: BaseException
+        try:
+            if not retry:
+                return once()
+            return call_with_retries(once, is_transient=_transient, what=f"OpenSearch {method} {path}",
+                                     deadline_s=self.deadline, base_s=_BASE_S, cap_s=_CAP_S,
+                                     sleep=self.sleep, clock=self.clock, jitter=None)
+        except RetryError as gave_up:
+            error = gave_up.last_attempt.exception() or gave_up
+        except Exception as e:
+            if not isinstance(e, _HttpStatus) and not _unanswered(e):
+                raise
+            error = e
+        if isinstance(error, _HttpStatus):
+            if error.status == 404 and missing_ok:
+                return None
+            raise IntegrityError(f"OpenSearch {method} {path} -> HTTP {error.status}: {error.text[:2000]}") from error
+        raise UsageError(f"OpenSearch at {self.url} did not answer {method} {path} ({_reason(error)}); "
+                         "is the stack up? (make stack-up)") from error
 
     def version(self) -> str:
         return str(self.request("GET", "/")["version"]["number"])
+
+
+def _transient(error: BaseException) -> bool:
+    return (isinstance(error, _HttpStatus) and error.status in _RETRY_STATUSES) or _unanswered(error)
+
+
+def _unanswered(error: BaseException) -> bool:
+    """No answer at all: refused, reset, timed out (opensearch-py wraps each in its ConnectionError)."""
+    from opensearchpy.exceptions import ConnectionError as NoAnswer
+
+    return isinstance(error, (NoAnswer, ConnectionError, TimeoutError))
+
+
+def _reason(error: BaseException) -> str:
+    """What went wrong underneath opensearch-py's ConnectionError (its own str() is a tuple)."""
+    from opensearchpy.exceptions import ConnectionError as NoAnswer
+
+    return str(error.info) if isinstance(error, NoAnswer) and error.info is not None else str(error)
 
 
 def client_from_env(environ: Mapping[str, str]) -> OpenSearchClient:
