@@ -47,7 +47,6 @@ def test_both_readers_accept_what_the_writer_writes(tmp_path: Path) -> None:
     assert _both(_write(tmp_path, METRICS)) == ("ok", "ok")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 4: sweep.results defaults a missing n to 0 and ignores tier")
 @pytest.mark.parametrize("key", ["tier", "n"])
 def test_both_readers_refuse_a_row_without_a_key_the_writer_always_writes(key: str, tmp_path: Path) -> None:
     doc = copy.deepcopy(METRICS)
@@ -56,3 +55,41 @@ def test_both_readers_refuse_a_row_without_a_key_the_writer_always_writes(key: s
     compare_says, sweep_says = _both(path)
     assert compare_says == sweep_says
     assert compare_says.startswith(f"{path}: rows[0].{key}")
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda d: d["rows"][0].update(n="3"), "rows[0].n: Input should be a valid integer"),
+    (lambda d: d["rows"][0]["metrics"].update({"MRR": "high"}),
+     "rows[0].metrics.MRR: Input should be a valid number, unable to parse string as a number"),
+    (lambda d: d["rows"].append(dict(ROW)), "rows[1]: a second row for corpus qmsum class all"),
+    (lambda d: d.pop("rows"), "rows is missing"),
+    (lambda d: d.update(schema="ragsweep.metrics/0"),
+     "field schema: expected 'ragsweep.metrics/1', got 'ragsweep.metrics/0'"),
+])
+def test_both_readers_name_the_same_field(change: Any, says: str, tmp_path: Path) -> None:
+    doc = copy.deepcopy(METRICS)
+    change(doc)
+    path = _write(tmp_path, doc)
+    assert _both(path) == (f"{path}: {says}",) * 2
+
+
+def test_per_query_json_is_read_through_its_model(tmp_path: Path) -> None:
+    (tmp_path / "per_query.json").write_text(json.dumps(
+        {"schema": "ragsweep.per_query/1", "queries": {"q1": {"corpus": "qmsum", "measures": {"MRR": 1.0}}}}))
+    with pytest.raises(InputDataError) as e:
+        load_from_path(ARM, _write(tmp_path, METRICS))
+    assert str(e.value) == f"{tmp_path}/per_query.json: queries.q1.query_class is missing"
+
+
+def test_the_committed_baselines_fit_the_models() -> None:
+    """What the writer wrote (the committed baselines) fits the models, and compare hands it back unchanged."""
+    from harness.report.results import MetricsDoc, PerQueryDoc
+
+    baseline = Path(__file__).resolve().parents[1] / "baselines"
+    written = sorted(baseline.glob("*/metrics.json"))
+    assert written
+    for path in written:
+        MetricsDoc.model_validate_json(path.read_bytes())
+        assert load_metrics(path) == json.loads(path.read_text(encoding="utf-8"))
+        if (path.parent / "per_query.json").is_file():
+            PerQueryDoc.model_validate_json((path.parent / "per_query.json").read_bytes())
