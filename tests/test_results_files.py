@@ -93,3 +93,50 @@ def test_the_committed_baselines_fit_the_models() -> None:
         assert load_metrics(path) == json.loads(path.read_text(encoding="utf-8"))
         if (path.parent / "per_query.json").is_file():
             PerQueryDoc.model_validate_json((path.parent / "per_query.json").read_bytes())
+
+
+# --- complete.json / failed.json: written and read by sweep.storage through sweep.markers ------------------
+
+@pytest.mark.parametrize(("marker", "doc", "says"), [
+    ("complete.json", {"schema": "ragsweep.complete/1", "arm": "a", "family": "f", "config": {},
+                       "config_hash": "h", "state_identity": None}, "files is missing"),
+    ("failed.json", {"schema": "ragsweep.failed/1", "arm": "a", "family": "f", "config_hash": "h", "error": 3},
+     "error: Input should be a valid string"),
+    ("failed.json", {"schema": "ragsweep.complete/1", "arm": "a", "family": "f", "config_hash": "h", "error": "x"},
+     "schema: Input should be 'ragsweep.failed/1'"),
+])
+def test_a_marker_that_does_not_fit_its_model_names_the_field(marker: str, doc: dict[str, Any], says: str,
+                                                              tmp_path: Path) -> None:
+    from harness.sweep.storage import LocalFolderStore, arm_key, read_complete_marker, read_failure
+
+    store = LocalFolderStore(tmp_path)
+    key = arm_key("s1", ARM, marker)
+    store.put_text(key, json.dumps(doc))
+    read = read_complete_marker if marker == "complete.json" else read_failure
+    with pytest.raises(InputDataError) as e:
+        read(store, "s1", ARM)
+    assert str(e.value) == f"{store.describe()}: {key}: {says}"
+
+
+def test_markers_are_written_as_before_and_read_back_whole(tmp_path: Path) -> None:
+    from harness.sweep.storage import (
+        LocalFolderStore,
+        arm_key,
+        publish_arm,
+        publish_failure,
+        read_complete_marker,
+        read_failure,
+        sha256_text,
+    )
+
+    store = LocalFolderStore(tmp_path)
+    files = {"metrics.json": "m\n", "metrics.md": "md\n", "per_query.json": "p\n", "runinfo.json": "r\n"}
+    publish_arm(store, "s1", ARM, "h", files, state_identity="st")
+    expected = {"schema": "ragsweep.complete/1", "arm": "a", "family": "f", "config": ARM.resolved_config(),
+                "config_hash": "h", "state_identity": "st", "files": {n: sha256_text(t) for n, t in files.items()}}
+    assert store.get_text(arm_key("s1", ARM, "complete.json")) == json.dumps(expected, indent=2, sort_keys=True) + "\n"
+    assert read_complete_marker(store, "s1", ARM) == expected
+    publish_failure(store, "s1", ARM, "h", "exit 3: refused")
+    failed = {"schema": "ragsweep.failed/1", "arm": "a", "family": "f", "config_hash": "h", "error": "exit 3: refused"}
+    assert store.get_text(arm_key("s1", ARM, "failed.json")) == json.dumps(failed, indent=2, sort_keys=True) + "\n"
+    assert read_failure(store, "s1", ARM) == failed
