@@ -140,3 +140,11 @@ def test_markers_are_written_as_before_and_read_back_whole(tmp_path: Path) -> No
     failed = {"schema": "ragsweep.failed/1", "arm": "a", "family": "f", "config_hash": "h", "error": "exit 3: refused"}
     assert store.get_text(arm_key("s1", ARM, "failed.json")) == json.dumps(failed, indent=2, sort_keys=True) + "\n"
     assert read_failure(store, "s1", ARM) == failed
+
+
+def test_the_answers_block_is_read_through_the_answers_stage_model(tmp_path: Path) -> None:
+    baseline = Path(__file__).resolve().parents[1] / "baselines" / "synthetic-small-rrf-30-default" / "metrics.json"
+    doc = json.loads(baseline.read_text(encoding="utf-8"))
+    del doc["answers"]["queries"]["scored"]
+    path = _write(tmp_path, doc)
+    assert _both(path) == (f"{path}: answers.queries.scored is missing",) * 2

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from harness.answers.results import AnswersBlock
 from harness.corpora.integrity import checksum_digest
 from harness.errors import InputDataError
 from harness.inputfiles import validate_input
@@ -196,6 +197,7 @@ class MetricsDoc(_File):
     queries: dict[str, Any] | None = None
     retrieval: dict[str, Any] | None = None
     index: dict[str, Any] | None = None
+    answers: AnswersBlock | None = None  # the answers stage's block (bench writes it)
     rows: list[MetricsRow]
 
 
