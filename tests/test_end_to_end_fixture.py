@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.bench.runinfo import RunInfo
 from harness.cli import main
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qmsum"
@@ -45,7 +46,7 @@ def test_two_runs_are_byte_identical(state: Path, tmp_path: Path) -> None:
         assert main(["bench", "--state", str(state), "--control-name", "fixture", "--out", str(tmp_path / name)]) == 0
     for artefact in ("metrics.json", "metrics.md", "per_query.json", "run.trec", "qrels.trec"):
         assert _sha(tmp_path / "a" / artefact) == _sha(tmp_path / "b" / artefact), artefact
-    assert (tmp_path / "a" / "runinfo.json").exists()
+    RunInfo.model_validate_json((tmp_path / "a" / "runinfo.json").read_bytes())  # the bench stage's model
 
 
 def test_results_name_what_they_measured(state: Path, tmp_path: Path) -> None:

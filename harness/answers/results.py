@@ -2,13 +2,18 @@
 
 Deterministic by construction (no timings, hosts or unsorted sets), so it is
 byte-identical across runs over an unchanged index and store.
+
+The answers stage builds the block, so its model (:class:`AnswersBlock`) lives here; the
+report stage's ``MetricsDoc`` reads metrics.json's ``answers`` through it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from harness.answers.answerers import ANSWERERS, describe, make_answerer
 from harness.answers.evaluate import ROW_MEASURES, AnswerRecord, build_rows, evaluate_answers
@@ -64,3 +69,67 @@ def answers_block(corpora: Sequence[Corpus], sources: Sources, settings: AnswerS
         "rows": build_rows(records, tiers),
         "per_query": {r.query.id: r.to_dict() for r in records},
     }
+
+
+# --- the block's model: what a reader of metrics.json's ``answers`` may rely on ------------------------
+
+class _Part(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AnswererInfo(_Part):
+    name: StrictStr
+    is_production_path: StrictBool
+    parser: StrictStr
+    mechanisms: dict[str, StrictStr]
+    search_backend: StrictStr
+    bucket_size: StrictInt
+    store: dict[str, Any] | None = None  # bench adds it when the answers came from PostgreSQL
+
+
+class AnswerRow(_Part):
+    corpus: StrictStr
+    tier: StrictStr
+    query_class: StrictStr
+    rule: StrictStr
+    n: StrictInt
+    unanswered: StrictInt
+    measures: dict[str, float | None]  # setF1 is null where a row mixes rules
+
+
+class AnswerRecordDoc(_Part):
+    corpus: StrictStr
+    rule: StrictStr | None
+    question: StrictStr
+    gold: Any
+    answer: Any
+    declined: StrictStr | None
+    intent: StrictStr | None
+    slots: dict[str, Any]
+    evidence: dict[str, Any]
+    measures: dict[str, float]
+
+
+class AnswerCoverage(_Part):
+    period_filtered_answers: StrictInt
+    undated_files_excluded: StrictInt
+    undated_files_matching_a_phrase: list[StrictStr]
+
+
+class AnswerCounts(_Part):
+    scored: StrictInt
+    unanswered: StrictInt
+
+
+class AnswersBlock(_Part):
+    """metrics.json's ``answers`` block, as :func:`answers_block` builds it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    schema_: Literal["ragsweep.answers/1"] = Field(alias="schema")
+    answerer: AnswererInfo
+    scoring: dict[str, Any]
+    measures: dict[str, StrictStr]
+    queries: AnswerCounts
+    coverage: AnswerCoverage
+    rows: list[AnswerRow]
+    per_query: dict[str, AnswerRecordDoc]

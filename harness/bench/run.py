@@ -17,6 +17,7 @@ from typing import Any
 from harness.bench.answers import arm_answers
 from harness.bench.config import BenchConfig
 from harness.bench.latency import percentiles, ranking_agreement
+from harness.bench.runinfo import RunInfo
 from harness.bench.stack import open_stack
 from harness.bench.stages import QueryOutcome, QueryRun
 from harness.errors import UsageError
@@ -145,6 +146,7 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
         runinfo["backend_agreement"] = ranking_agreement(outcomes, config.backend, str(config.time_also))
     if stack_info is not None:
         runinfo["stack"] = stack_info
+    RunInfo.model_validate(runinfo)
     write_files(out, arm_files(config.control_name, metrics, per_query, runinfo, normalised, judgements.qrels,
                                compare))
     return metrics

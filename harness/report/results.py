@@ -4,6 +4,12 @@ metrics.json names what was measured (corpora with versions and checksums, compo
 licence tiers, seeds, metric engine and version, relevance policy, chunking, retrieval
 config and index block) and is byte-identical across runs over an unchanged index:
 no durations, hosts or timestamps (those go to runinfo.json).
+
+The report stage writes metrics.json and per_query.json, so their models live here
+(:class:`MetricsDoc`, :class:`PerQueryDoc`); every reader, in this stage or a later one,
+reads through :func:`read_metrics` / :func:`read_per_query`. The files themselves are the
+plain dicts built below, written by ``report.files.dumps``: the models check them and never
+change a byte.
 """
 
 from __future__ import annotations
@@ -11,9 +17,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from harness.answers.results import AnswersBlock
 from harness.corpora.integrity import checksum_digest
+from harness.errors import InputDataError
+from harness.inputfiles import validate_input
 from harness.judge import Judgements
 from harness.judge.policy import RelevancePolicy
 from harness.metrics.engine import Evaluation, engine_info
@@ -22,6 +33,7 @@ from harness.metrics.measures import FILE_MEASURES, RETRIEVAL_MEASURES
 from harness.model import Corpus, Query
 
 SCHEMA = "ragsweep.metrics/1"
+PER_QUERY_SCHEMA = "ragsweep.per_query/1"
 ROW_MEASURES: tuple[str, ...] = RETRIEVAL_MEASURES + FILE_MEASURES
 
 
@@ -137,7 +149,7 @@ def build_metrics(claim: Claim) -> tuple[dict[str, Any], dict[str, Any]]:
         "rows": rows,
     }
     per_query_doc = {
-        "schema": "ragsweep.per_query/1",
+        "schema": PER_QUERY_SCHEMA,
         "control_name": claim.control_name,
         "measures": list(ROW_MEASURES),
         "queries": {
@@ -145,4 +157,88 @@ def build_metrics(claim: Claim) -> tuple[dict[str, Any], dict[str, Any]]:
             for qid in sorted(per_query)
         },
     }
+    # The models check what is written (a mismatch is a bug here: a pydantic error, exit 1); the
+    # dicts are what dumps() writes, so the files' bytes do not depend on the models.
+    MetricsDoc.model_validate(metrics)
+    PerQueryDoc.model_validate(per_query_doc)
     return metrics, per_query_doc
+
+
+# --- the files' models: what every reader may rely on ---------------------------------------------------
+
+class _File(BaseModel):
+    # A stage may add a block to metrics.json (answers, a stage's extra): they ride beside.
+    model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True)
+
+
+class MetricsRow(BaseModel):
+    """One row of metrics.json: a corpus x tier x query class (or ``all``) and its means.
+
+    A measure is a JSON number or the string "inf"/"-inf"/"nan" (``report.files.dumps``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    corpus: StrictStr
+    tier: StrictStr
+    query_class: StrictStr
+    n: StrictInt
+    metrics: dict[str, float]
+
+
+class MetricsDoc(_File):
+    """metrics.json. The blocks beside ``rows`` are what the claim rests on; a reader that only
+    compares rows (a run measured elsewhere, named in an agreement manifest) needs none of them."""
+
+    schema_: Literal["ragsweep.metrics/1"] = Field(alias="schema")
+    control_name: StrictStr | None = None
+    corpora: list[dict[str, Any]] | None = None
+    metric_engine: dict[str, Any] | None = None
+    relevance_policy: dict[str, Any] | None = None
+    chunking: dict[str, Any] | None = None
+    queries: dict[str, Any] | None = None
+    retrieval: dict[str, Any] | None = None
+    index: dict[str, Any] | None = None
+    answers: AnswersBlock | None = None  # the answers stage's block (bench writes it)
+    rows: list[MetricsRow]
+
+
+class PerQueryEntry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    corpus: StrictStr
+    query_class: StrictStr
+    measures: dict[str, float]
+
+
+class PerQueryDoc(_File):
+    """per_query.json: every scored query's measures, beside metrics.json's means."""
+
+    schema_: Literal["ragsweep.per_query/1"] = Field(alias="schema")
+    control_name: StrictStr | None = None
+    measures: list[StrictStr] | None = None
+    queries: dict[str, PerQueryEntry]
+
+
+def _check_schema(doc: Any, expected: str, where: str) -> None:
+    # First, and in these words: a file of another kind is named as such, not by its first odd field.
+    if not isinstance(doc, dict) or doc.get("schema") != expected:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise InputDataError(f"{where}: field schema: expected {expected!r}, got {got!r}")
+
+
+def read_metrics(doc: Any, where: str) -> MetricsDoc:
+    """A parsed metrics.json (read from ``where``) checked against :class:`MetricsDoc`: the
+    first problem is one line naming the file and the field (exit 4). One row per corpus x class."""
+    _check_schema(doc, SCHEMA, where)
+    checked = validate_input(MetricsDoc, doc, where)
+    seen: set[tuple[str, str]] = set()
+    for i, row in enumerate(checked.rows):
+        key = (row.corpus, row.query_class)
+        if key in seen:
+            raise InputDataError(f"{where}: rows[{i}]: a second row for corpus {key[0]} class {key[1]}")
+        seen.add(key)
+    return checked
+
+
+def read_per_query(doc: Any, where: str) -> PerQueryDoc:
+    """A parsed per_query.json checked against :class:`PerQueryDoc` (one line naming the field)."""
+    _check_schema(doc, PER_QUERY_SCHEMA, where)
+    return validate_input(PerQueryDoc, doc, where)

@@ -8,15 +8,14 @@ its per-query values; and the fingerprint of the corpus state it was measured on
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from harness.errors import InputDataError
-from harness.inputfiles import read_input_text
+from harness.inputfiles import parse_json_input, read_input_text
 from harness.report.files import read_json_number
+from harness.report.results import read_metrics, read_per_query
 from harness.sweep.catalogue import Arm, canonical_json, config_hash
 from harness.sweep.storage import (
     ArtefactStore,
@@ -28,8 +27,6 @@ from harness.sweep.storage import (
     read_failure,
 )
 
-METRICS_SCHEMA = "ragsweep.metrics/1"
-PER_QUERY_SCHEMA = "ragsweep.per_query/1"
 Status = Literal["complete", "failed", "incomplete", "missing"]
 # Index-block keys that describe the embedding an arm chose (--embedding-text), not the state.
 _EMBEDDING_CHOICE_KEYS = frozenset({"embedding_models", "embedding_verdict", "embedding_unattributed",
@@ -69,51 +66,19 @@ class ArmResults:
         return read_json_number(self.per_query["queries"][qid]["measures"][measure])
 
 
-def _parse(text: str, where: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputDataError(f"{where}:{e.lineno}: not JSON ({e.msg})") from e
-
-
-def index_rows(metrics: Mapping[str, Any], where: str) -> tuple[dict[tuple[str, str], dict[str, float]],
-                                                                dict[tuple[str, str], int]]:
-    """``(corpus, query_class) -> {measure: value}`` and ``-> n``; one row per key or an error."""
-    if not isinstance(metrics, Mapping) or metrics.get("schema") != METRICS_SCHEMA:
-        got = metrics.get("schema") if isinstance(metrics, Mapping) else type(metrics).__name__
-        raise InputDataError(f"{where}: field schema: expected {METRICS_SCHEMA!r}, got {got!r}")
-    rows = metrics.get("rows")
-    if not isinstance(rows, list):
-        raise InputDataError(f"{where}: field rows: expected a list")
-    values: dict[tuple[str, str], dict[str, float]] = {}
-    counts: dict[tuple[str, str], int] = {}
-    for i, row in enumerate(rows):
-        for name in ("corpus", "query_class", "metrics"):
-            if not isinstance(row, Mapping) or name not in row:
-                raise InputDataError(f"{where}: rows[{i}].{name} is missing")
-        key = (str(row["corpus"]), str(row["query_class"]))
-        if key in values:
-            raise InputDataError(f"{where}: rows[{i}]: a second row for corpus {key[0]} class {key[1]}")
-        try:
-            values[key] = {m: read_json_number(v) for m, v in row["metrics"].items()}
-        except (TypeError, ValueError, AttributeError) as e:
-            raise InputDataError(f"{where}: rows[{i}].metrics: not numbers ({e})") from e
-        counts[key] = int(row.get("n", 0))
+def index_rows(metrics: Any, where: str) -> tuple[dict[tuple[str, str], dict[str, float]],
+                                                  dict[tuple[str, str], int]]:
+    """``(corpus, query_class) -> {measure: value}`` and ``-> n``, read through the report stage's
+    :class:`~harness.report.results.MetricsDoc` (one row per key, or an error naming the field)."""
+    rows = read_metrics(metrics, where).rows
+    values = {(row.corpus, row.query_class): dict(row.metrics) for row in rows}
+    counts = {(row.corpus, row.query_class): row.n for row in rows}
     return values, counts
 
 
 def check_per_query(doc: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(doc, Mapping) or doc.get("schema") != PER_QUERY_SCHEMA:
-        got = doc.get("schema") if isinstance(doc, Mapping) else type(doc).__name__
-        raise InputDataError(f"{where}: field schema: expected {PER_QUERY_SCHEMA!r}, got {got!r}")
-    queries = doc.get("queries")
-    if not isinstance(queries, Mapping):
-        raise InputDataError(f"{where}: field queries: expected an object")
-    for qid, q in queries.items():
-        for name in ("corpus", "query_class", "measures"):
-            if not isinstance(q, Mapping) or name not in q:
-                raise InputDataError(f"{where}: queries.{qid}.{name} is missing")
-    return doc
+    read_per_query(doc, where)
+    return cast(Mapping[str, Any], doc)
 
 
 def state_fingerprint(metrics: Mapping[str, Any]) -> dict[str, str]:
@@ -157,8 +122,8 @@ def load_from_store(store: ArtefactStore, sweep_id: str, arm: Arm, *,
     if reason is None:
         where = f"{store.describe()}/{arm_prefix(sweep_id, arm)}"
         try:
-            metrics = _parse(store.get_text(arm_key(sweep_id, arm, "metrics.json")), f"{where}/metrics.json")
-            per_query = _parse(store.get_text(arm_key(sweep_id, arm, "per_query.json")), f"{where}/per_query.json")
+            metrics, per_query = (parse_json_input(store.get_text(arm_key(sweep_id, arm, name)), f"{where}/{name}")
+                                  for name in ("metrics.json", "per_query.json"))
         except MissingArtefactError as e:  # deleted between the check and the read
             return ArmResults(arm=arm, status="incomplete", detail=str(e))
         return from_documents(arm, metrics, per_query, where)
@@ -181,7 +146,8 @@ def load_from_path(arm: Arm, metrics_path: Path) -> ArmResults:
     """An arm measured elsewhere: its metrics.json, and per_query.json beside it when present."""
     if not metrics_path.exists():
         return ArmResults(arm=arm, status="missing", detail=f"{metrics_path}: no such file")
-    metrics = _parse(read_input_text(metrics_path), str(metrics_path))
+    metrics = parse_json_input(read_input_text(metrics_path), str(metrics_path))
     per_query_path = metrics_path.with_name("per_query.json")
-    per_query = _parse(read_input_text(per_query_path), str(per_query_path)) if per_query_path.is_file() else None
+    per_query = (parse_json_input(read_input_text(per_query_path), str(per_query_path))
+                 if per_query_path.is_file() else None)
     return from_documents(arm, metrics, per_query, str(metrics_path.parent), metrics_file=metrics_path.name)

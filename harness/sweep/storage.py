@@ -30,11 +30,13 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
-from harness.errors import HarnessError, InputDataError, IntegrityError, UsageError
+from harness.errors import HarnessError, IntegrityError, UsageError
+from harness.inputfiles import parse_json_input, validate_input
 from harness.retries import RetryError, call_with_retries
 from harness.sweep.catalogue import Arm
+from harness.sweep.markers import COMPLETE_SCHEMA, FAILED_SCHEMA, CompleteMarker, FailedMarker
 
 ARM_FILES: tuple[str, ...] = ("metrics.json", "metrics.md", "per_query.json", "runinfo.json")
 # Published beside them when the arm wrote them (jobs.arm does): the run and qrels in trec_eval's
@@ -43,8 +45,6 @@ ARM_FILES: tuple[str, ...] = ("metrics.json", "metrics.md", "per_query.json", "r
 ARM_EXTRA_FILES: tuple[str, ...] = ("run.trec", "qrels.trec", "answers.md")
 COMPLETE_MARKER = "complete.json"
 FAILED_MARKER = "failed.json"
-COMPLETE_SCHEMA = "ragsweep.complete/1"
-FAILED_SCHEMA = "ragsweep.failed/1"
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TEMP_PREFIX = ".ragsweep-tmp."
 
@@ -343,26 +343,24 @@ class S3Store:
 
 # --- an arm's artefact set -----------------------------------------------------------------------
 
-def _marker(store: ArtefactStore, key: str) -> dict[str, Any] | None:
+def _marker(store: ArtefactStore, key: str, model: type[CompleteMarker | FailedMarker]) -> dict[str, Any] | None:
+    """The marker as written, once it fits ``model`` (exit 4 naming the key and the field)."""
     try:
         text = store.get_text(key)
     except MissingArtefactError:
         return None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputDataError(f"{store.describe()}: {key}:{e.lineno}: not JSON ({e.msg})") from e
-    if not isinstance(doc, dict):
-        raise InputDataError(f"{store.describe()}: {key}: expected an object")
-    return doc
+    where = f"{store.describe()}: {key}"
+    doc = parse_json_input(text, where)
+    validate_input(model, doc, where)
+    return cast(dict[str, Any], doc)
 
 
 def read_complete_marker(store: ArtefactStore, sweep_id: str, arm: Arm) -> dict[str, Any] | None:
-    return _marker(store, arm_key(sweep_id, arm, COMPLETE_MARKER))
+    return _marker(store, arm_key(sweep_id, arm, COMPLETE_MARKER), CompleteMarker)
 
 
 def read_failure(store: ArtefactStore, sweep_id: str, arm: Arm) -> dict[str, Any] | None:
-    return _marker(store, arm_key(sweep_id, arm, FAILED_MARKER))
+    return _marker(store, arm_key(sweep_id, arm, FAILED_MARKER), FailedMarker)
 
 
 def incomplete_reason(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash: str) -> str | None:
@@ -373,9 +371,7 @@ def incomplete_reason(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash
     if marker.get("config_hash") != config_hash:
         return (f"complete.json is for config {str(marker.get('config_hash'))[:12]}, not {config_hash[:12]} "
                 "(the arm's config or the corpus state changed since it was measured)")
-    recorded = marker.get("files")
-    if not isinstance(recorded, dict):
-        return "complete.json names no files"
+    recorded = marker["files"]
     for name in (*ARM_FILES, *(n for n in ARM_EXTRA_FILES if n in recorded)):
         try:
             text = store.get_text(arm_key(sweep_id, arm, name))
@@ -412,6 +408,7 @@ def publish_arm(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash: str,
         "state_identity": state_identity,
         "files": {name: sha256_text(files[name]) for name in names},
     }
+    CompleteMarker.model_validate(marker)
     store.put_text(arm_key(sweep_id, arm, COMPLETE_MARKER), json.dumps(marker, indent=2, sort_keys=True) + "\n")
 
 
@@ -419,4 +416,5 @@ def publish_failure(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash: 
     """The executor's record that an arm ran and failed (the collector lists it by name)."""
     marker = {"schema": FAILED_SCHEMA, "arm": arm.name, "family": arm.family, "config_hash": config_hash,
               "error": error}
+    FailedMarker.model_validate(marker)
     store.put_text(arm_key(sweep_id, arm, FAILED_MARKER), json.dumps(marker, indent=2, sort_keys=True) + "\n")
