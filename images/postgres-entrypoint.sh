@@ -17,4 +17,7 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   fi
   echo "postgres-entrypoint: initialised $PGDATA (database $POSTGRES_DB)"
 fi
+# A restarted pod's volume may have been re-owned for the pod's fsGroup (group-writable);
+# PostgreSQL refuses a data folder that others than its owner can write.
+chmod 700 "$PGDATA"
 exec postgres -D "$PGDATA" -c listen_addresses='*' -c unix_socket_directories=/var/run/postgresql

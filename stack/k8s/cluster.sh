@@ -179,8 +179,11 @@ clusterDomain: cluster.local
 resolvConf: $K8S_DIR/resolv.conf
 failSwapOn: false
 podLogsDir: $K8S_DIR/pods-logs
-# A small disk must not evict the measurement: evict only when nearly full.
-evictionHard: {memory.available: 200Mi, nodefs.available: 2%, imagefs.available: 2%}
+# This machine's disk is thin: its size says 252G, its free space is tens of GiB. Evict only
+# below absolute floors (a percentage of the nominal size evicted everything at 5 GiB free),
+# and recover quickly once space is back.
+evictionHard: {memory.available: 200Mi, nodefs.available: 1Gi, imagefs.available: 1Gi}
+evictionPressureTransitionPeriod: 30s
 imageGCHighThresholdPercent: 98
 imageGCLowThresholdPercent: 95
 serializeImagePulls: false
