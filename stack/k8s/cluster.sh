@@ -154,7 +154,7 @@ EOF
 
 start_kubelet() {
   mkdir -p "$K8S_DIR/kubelet" "$K8S_DIR/pods-logs"
-  cat >"$K8S_DIR/kubelet-config.yaml" <<EOF
+  write_if_changed "$K8S_DIR/kubelet-config.yaml" <<EOF
 # written by stack/k8s/cluster.sh at every start
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -196,8 +196,15 @@ EOF
     --node-labels "ragsweep.io/cluster=true" --v=1
 }
 
+# write_if_changed FILE: stdin into FILE only when it differs (kube-proxy exits when its
+# configuration file is rewritten, even with the same content).
+write_if_changed() {
+  cat >"$1.new"
+  if cmp -s "$1.new" "$1"; then rm -f "$1.new"; else mv "$1.new" "$1"; fi
+}
+
 start_kube_proxy() {
-  cat >"$K8S_DIR/kube-proxy-config.yaml" <<EOF
+  write_if_changed "$K8S_DIR/kube-proxy-config.yaml" <<EOF
 # written by stack/k8s/cluster.sh at every start
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
