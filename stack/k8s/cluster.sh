@@ -89,6 +89,12 @@ host_network() {
   fi
   ip addr show dev "$DUMMY_IF" | grep -q "inet $K8S_ADDRESS/" || ip addr add "$K8S_ADDRESS/32" dev "$DUMMY_IF"
   ip link set "$DUMMY_IF" up
+  # Nothing addressed to the cluster's ranges ever leaves this machine: without kube-proxy's
+  # rules (a Service not yet programmed, kube-proxy restarting) such a packet would follow the
+  # default route out; blackholed, it fails at once instead. More specific routes (cni0's
+  # pod subnet, the node address) still win.
+  ip route replace blackhole "$SERVICE_CIDR"
+  ip route replace blackhole "$CLUSTER_CIDR"
 }
 
 containerd_running() { pid_running "$CTRD_PID" "containerd --config $CTRD_DIR/config.toml"; }
@@ -314,6 +320,8 @@ case "${1:-}" in
     for c in kube-scheduler kube-controller-manager kube-apiserver etcd; do k8s_stop "$c" 30; done
     # What the node left in the host's network: the pods' bridge and kube-proxy's rules.
     ip link del cni0 2>/dev/null || true
+    ip route del blackhole "$SERVICE_CIDR" 2>/dev/null || true
+    ip route del blackhole "$CLUSTER_CIDR" 2>/dev/null || true
     "$K8S_BIN/kube-proxy" --cleanup >/dev/null 2>&1 || true
     if [[ $1 == purge ]]; then
       [[ -e $K8S_MARKER ]] || k8s_die "$K8S_DIR has no $(basename "$K8S_MARKER") marker; not deleting it"
