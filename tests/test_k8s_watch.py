@@ -50,7 +50,8 @@ def pending_pod(message: str, phase: str = "Pending") -> k.V1Pod:
     return k.V1Pod(metadata=k.V1ObjectMeta(name="arm-x-abc"), status=k.V1PodStatus(phase=phase, conditions=[condition]))
 
 
-# What kube-scheduler 1.37 says of a GPU arm on a cluster with no GPU node (seen on the single-node cluster).
+# The shape of kube-scheduler's message for a GPU arm on a cluster with no GPU node (its documented format;
+# tests/test_k8s_cluster.py checks the real one on the single-node cluster).
 NO_GPU = ("0/1 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node "
           "affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
 BUSY = ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
