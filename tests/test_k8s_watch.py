@@ -83,3 +83,9 @@ def test_an_image_that_cannot_be_pulled_is_named() -> None:
     pod = waiting_pod("ErrImagePull", "failed to pull and unpack image: not found")
     assert stuck(pod) == ("ErrImagePull", "container arm: failed to pull and unpack image: not found")
     assert stuck(waiting_pod("ContainerCreating", "")) is None
+
+
+def test_a_pull_that_may_succeed_on_the_next_try_is_waited_for() -> None:
+    pod = waiting_pod("ErrImagePull", "failed to do request: dial tcp 127.0.0.1:5000: connect: connection refused")
+    assert stuck(pod) is None
+    assert stuck(waiting_pod("ImagePullBackOff", "Back-off pulling image: manifest unknown"))[0] == "ImagePullBackOff"

@@ -80,9 +80,13 @@ def unschedulable(pod: Any) -> str | None:
 
 
 # A container that cannot even start, for a reason no retry of the pod fixes: the image
-# reference is wrong or unreachable, or the pod references a Secret/ConfigMap that is absent.
-# The kubelet keeps such a pod Pending forever (backing off), so the Job would never fail.
+# reference is malformed or names nothing the registry has, or the pod references a
+# Secret/ConfigMap that is absent. The kubelet keeps such a pod Pending forever (backing off),
+# so the Job would never fail. A pull that failed for another reason (the registry did not
+# answer) may succeed on the kubelet's next try, and is waited for.
 STUCK_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError")
+_PULL_REASONS = ("ErrImagePull", "ImagePullBackOff")
+_NOT_THERE = re.compile(r"not found|manifest unknown|name unknown|unauthorized|denied|invalid reference", re.I)
 
 
 def stuck(pod: Any) -> tuple[str, str] | None:
@@ -92,8 +96,12 @@ def stuck(pod: Any) -> tuple[str, str] | None:
         return None
     for cs in (status.init_container_statuses or []) + (status.container_statuses or []):
         waiting = cs.state.waiting if cs.state else None
-        if waiting is not None and waiting.reason in STUCK_REASONS:
-            return waiting.reason, f"container {cs.name}: {(waiting.message or waiting.reason).strip()}"
+        if waiting is None or waiting.reason not in STUCK_REASONS:
+            continue
+        message = (waiting.message or waiting.reason).strip()
+        if waiting.reason in _PULL_REASONS and not _NOT_THERE.search(message):
+            continue
+        return waiting.reason, f"container {cs.name}: {message}"
     return None
 
 
