@@ -42,9 +42,10 @@ STAGES: tuple[str, ...] = ("corpora", "synthetic", "store", "index", "state", "r
                            "answers", "report", "bench", "sweep")
 # What every stage may import: the package root (``__version__``), the shared types, the errors,
 # the one reader of input files (a folder or bad bytes where a file is expected: exit 4), and the
-# one retry policy (tenacity, with the injected clock and sleep the retry tests drive).
+# one retry policy (tenacity, with the injected clock and sleep the retry tests drive), and the
+# artefact stores (a folder or an S3 bucket: the sweep's arm files and the ingest's shards).
 FOUNDATION: frozenset[str] = frozenset({"harness", "harness.model", "harness.errors", "harness.inputfiles",
-                                        "harness.retries"})
+                                        "harness.retries", "harness.objectstore"})
 # The CLI: enters configuration and may import any stage; no stage imports it.
 ENTRYPOINTS: tuple[str, ...] = ("harness.__main__", "harness.cli", "harness.commands")
 # Sub-stages of index, in import order: building blocks, the stack backend, ingest.

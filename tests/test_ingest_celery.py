@@ -161,7 +161,7 @@ def orphaned(tmp_path: Path) -> tuple[ReindexRequest, ShardSink, list[str]]:
     gone = meeting("deleted-since", [("Old", 0.0, 1.0, "this file left the store")])
     sink.write_file(gone.file_uuid, [], {}, {"earlier": True})
     request = ReindexRequest(store=StoreSpec("sqlite", str(tmp_path / "store.sqlite")),
-                                    sink=SinkSpec("embedded", str(sink.root)), embedding={"header": MODEL})
+                                    sink=SinkSpec("embedded", str(tmp_path / "shards")), embedding={"header": MODEL})
     return request, sink, [gone.file_uuid]
 
 

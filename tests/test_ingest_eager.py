@@ -173,10 +173,26 @@ def test_shard_sink_replaces_a_file_whole_and_deletes_by_file(tmp_path: Path) ->
     assert first != second
     read_docs, vectors, meta = sink.read(TIES.file_uuid)
     assert read_docs == docs[:2] and vectors["header"].tolist() == [[1.0, 1.0], [1.0, 1.0]] and meta["p"] == 2
-    assert [p.name for p in (tmp_path / "shards").iterdir()] == [TIES.file_uuid]   # no temporaries left
+    assert [p.name for p in (tmp_path / "shards").iterdir()] == [f"{TIES.file_uuid}.shard"]  # no temporaries left
     assert sink.files() == {TIES.file_uuid}
     assert sink.delete_files([TIES.file_uuid, "never-written"]) == 2
     assert sink.files() == set()
+
+
+def test_a_shard_whose_bytes_changed_is_refused_not_assembled(tmp_path: Path) -> None:
+    sink = ShardSink(tmp_path / "shards")
+    docs = meeting_documents(TIES, ChunkingPolicy())
+    sink.write_file(TIES.file_uuid, docs, {"header": np.zeros((len(docs), 2), np.float32)}, {})
+    shard = tmp_path / "shards" / f"{TIES.file_uuid}.shard"
+    raw = bytearray(shard.read_bytes())
+    at = raw.index(b"\x93NUMPY")          # flip a byte of the vectors, keep the tar well formed
+    raw[at + 130] ^= 0xFF                   # the .npy header is 128 bytes: this is a vector byte
+    shard.write_bytes(bytes(raw))
+    with pytest.raises(IntegrityError, match="do not match the sha256"):
+        sink.read(TIES.file_uuid)
+    shard.write_bytes(b"not a tar")
+    with pytest.raises(IntegrityError, match="not a shard"):
+        sink.read(TIES.file_uuid)
 
 
 # -- assembly and the state build ------------------------------------------------------------

@@ -75,7 +75,7 @@ def world(tmp_path: Path) -> tuple[ReindexRequest, ShardSink]:
         docs = meeting_documents(m, ChunkingPolicy())
         sink.write_file(m.file_uuid, docs, {"header": np.zeros((len(docs), 8), np.float32)}, {"earlier": True})
     request = ReindexRequest(store=StoreSpec("sqlite", str(tmp_path / "store.sqlite")),
-                                    sink=SinkSpec("embedded", str(sink.root)),
+                                    sink=SinkSpec("embedded", str(tmp_path / "test-sweep-shards")),
                                     embedding={"header": "object:hash-embedder@1"})
     return request, sink
 

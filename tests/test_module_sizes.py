@@ -18,8 +18,6 @@ OVER_THE_BAR: dict[str, str] = {
         "kind (corpus structure vs gold re-derivation)",
     "harness/sweep/catalogue.py":
         "the arm catalogue; left whole while other work changes it in parallel, to keep those merges clean",
-    "harness/sweep/storage.py":
-        "about the bar: one artefact-store protocol with its local and S3 implementations and the arm markers",
 }
 
 

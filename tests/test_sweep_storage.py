@@ -401,3 +401,25 @@ def test_extra_files_are_published_recorded_and_checked(tmp_path: Path) -> None:
     assert not is_complete(store, "s1", ARM, digest)
     with pytest.raises(UsageError, match=r"unexpected notes\.txt"):
         publish_arm(store, "s1", ARM, digest, {**FILES, "notes.txt": "x"})
+
+
+@pytest.mark.integration
+def test_ingest_shards_round_trip_through_s3_and_clear_leaves_nothing(s3_store: S3Store) -> None:
+    """The Celery workers' shards on Kubernetes: written to, listed, read from and deleted in a bucket."""
+    import numpy as np
+
+    from harness.index.chunking import ChunkingPolicy
+    from harness.index.documents import meeting_documents
+    from harness.index.ingest.sinks import ShardSink
+    from tests.test_ingest_eager import meeting as make_meeting
+
+    meeting = make_meeting("s3-shard-1", [("A", 0.0, 2.0, "alpha beta gamma"), ("B", 2.0, 4.0, "delta epsilon")])
+    docs = meeting_documents(meeting, ChunkingPolicy())
+    sink = ShardSink(s3_store)
+    vectors = np.arange(len(docs) * 3, dtype=np.float32).reshape(len(docs), 3)
+    digest = sink.write_file(meeting.file_uuid, docs, {"header": vectors}, {"embedding": {"header": "m@1"}})
+    assert sink.files() == {meeting.file_uuid}
+    read_docs, read_vectors, meta = sink.read(meeting.file_uuid)
+    assert read_docs == docs and read_vectors["header"].tolist() == vectors.tolist() and meta["sha256"] == digest
+    sink.clear()
+    assert sink.files() == set() and s3_store.list() == []

@@ -51,6 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the relational store the tasks read segments from: the state's SQLite file, or "
                         "the stack's PostgreSQL (RAGSWEEP_PG_DSN, schema RAGSWEEP_PG_SCHEMA); implies "
                         "--dispatch eager unless given")
+    b.add_argument("--shards", default=None, metavar="FOLDER|s3://BUCKET/PREFIX",
+                   help="where the ingest tasks leave per-file shards for assembly (default: a folder in the "
+                        "state); s3://... at RAGSWEEP_S3_ENDPOINT when the Celery workers run in other pods")
     # -- --backend stack: also index into OpenSearch (harness/index/opensearch.py, docs/opensearch.md) --
     b.add_argument("--backend", choices=BACKENDS, default="embedded",
                    help="stack: also index the same documents and vectors into OpenSearch at "
@@ -83,7 +86,7 @@ def build(args: argparse.Namespace) -> int:
                         backend=getattr(args, "backend", "embedded"),
                         stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
                         opensearch_url=config.opensearch_url or None, pg_schema=config.pg_schema or None,
-                        pg_dsn=config.pg_dsn or None)
+                        pg_dsn=config.pg_dsn or None, shards=args.shards, s3_endpoint=config.s3_endpoint or None)
     idx = state["index"]
     print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")

@@ -57,6 +57,8 @@ def build_state(
     opensearch_url: str | None = None,
     pg_schema: str | None = None,
     pg_dsn: str | None = None,
+    shards: str | None = None,
+    s3_endpoint: str | None = None,
 ) -> dict[str, Any]:
     """Build a state. Without ``dispatch`` (and with the SQLite store) the index is built
     in-process exactly as it always was; with it, it goes through the ingest tasks
@@ -64,6 +66,8 @@ def build_state(
     ``ingest.json``. ``store_engine="postgres"`` reads segments from the stack's Postgres and
     implies ``dispatch="eager"`` when none is given, and injects into ``pg_schema`` (default: the
     DSN's search path) at ``pg_dsn``. ``opensearch_url`` is where ``backend="stack"`` indexes.
+    ``shards`` is where the ingest tasks leave per-file shards for assembly (default: a folder in
+    the state; ``s3://bucket/prefix`` at ``s3_endpoint`` when the workers run elsewhere).
     """
     policy = policy or ChunkingPolicy()
     names = [c.name for c in corpora]
@@ -95,8 +99,9 @@ def build_state(
         else:
             # -- through ingest (--dispatch / --store): harness/state/ingest.py ------------------
             meta = build_state_index(tmp, meetings, embedders, policy=policy, dispatch=dispatch or "eager",
-                                     store_engine=store_engine, pg_schema=pg_schema,
-                                     endpoints=Endpoints(pg_dsn=pg_dsn, opensearch_url=opensearch_url),
+                                     store_engine=store_engine, pg_schema=pg_schema, shards=shards,
+                                     endpoints=Endpoints(pg_dsn=pg_dsn, opensearch_url=opensearch_url,
+                                                         s3_endpoint=s3_endpoint),
                                      progress=_progress)
         state = {
             "schema": STATE_SCHEMA,

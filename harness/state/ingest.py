@@ -8,7 +8,6 @@ app (:mod:`harness.index.ingest.tasks`) is imported only when ``--dispatch celer
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -74,12 +73,14 @@ def state_store(state_dir: Path, engine: StoreEngine, meetings: Sequence[Meeting
 
 def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: Mapping[EmbeddingTextMode, Embedder], *,
                       policy: ChunkingPolicy, dispatch: Dispatch, store_engine: StoreEngine,
-                      pg_schema: str | None = None, endpoints: Endpoints = NO_ENDPOINTS,
+                      pg_schema: str | None = None, endpoints: Endpoints = NO_ENDPOINTS, shards: str | None = None,
                       progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """Index a state through the tasks: snapshot, index_file per file, sweep, assemble shards.
 
     Writes ``STATE/index`` and ``STATE/ingest.json`` (how it was indexed: dispatch, store,
-    run, per-file outcomes; provenance outside the claim, like runinfo.json).
+    run, per-file outcomes; provenance outside the claim, like runinfo.json). The workers leave
+    their shards at ``shards`` (default ``STATE/shards``; ``s3://bucket/prefix`` when they run in
+    other pods), emptied before the run and after assembly.
     """
     by_mode: dict[str, Embedder] = {str(mode): e for mode, e in embedders.items()}
     if dispatch not in DISPATCHERS:
@@ -91,18 +92,20 @@ def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: M
             raise UsageError(f"embedding_text {mode}: a worker can only load a model from a spec; "
                              "give --embedding-model a package or folder")
         specs[mode] = spec or f"object:{embedder.identity}"
-    shard_dir = (state_dir / "shards").resolve()
+    location = shards if shards and shards.startswith("s3://") else str(Path(shards or state_dir / "shards").resolve())
+    sink = ShardSink(location, endpoints.s3_endpoint)
+    sink.clear()  # shards a failed earlier run left behind are never assembled into this one
     request = ReindexRequest(store=state_store(state_dir, store_engine, meetings, schema=pg_schema,
                                                endpoints=endpoints),
-                             sink=SinkSpec("embedded", str(shard_dir)), embedding=specs,
+                             sink=SinkSpec("embedded", location), embedding=specs,
                              max_words=policy.max_words, files=tuple(sorted(m.file_uuid for m in meetings)))
     if dispatch == "eager":
         report = run_eager(request, by_mode, progress=progress, endpoints=endpoints)
     else:
         report = DISPATCHERS[dispatch](request, progress=progress)
     check_report(report, policy=policy, embedding={m: e.identity for m, e in by_mode.items()})
-    meta = assemble_embedded_index(ShardSink(shard_dir), state_dir / "index", report.snapshot)
-    shutil.rmtree(shard_dir)
+    meta = assemble_embedded_index(sink, state_dir / "index", report.snapshot)
+    sink.clear()
     record = {
         "dispatch": dispatch, "store": request.store.describe(), "run_id": report.run_id,
         "files": len(report.snapshot), "indexed": len(report.indexed), "failed": len(report.failed),

@@ -27,6 +27,7 @@ from typing import Protocol
 
 from harness.errors import InputDataError, IntegrityError, UsageError
 from harness.model import BACKENDS
+from harness.objectstore import ArtefactStore, open_store
 from harness.sweep.catalogue import (
     CATALOGUE,
     Arm,
@@ -37,7 +38,7 @@ from harness.sweep.catalogue import (
     parse_manifest,
     select_arms,
 )
-from harness.sweep.storage import ArtefactStore, LocalFolderStore, S3Store, is_complete
+from harness.sweep.storage import is_complete
 
 log = logging.getLogger(__name__)
 
@@ -69,16 +70,6 @@ def measurement_identity(state: Path, arm: Arm, reranker: Path | None, backend: 
 
         identity += f"+reranker:{reranker_provenance(reranker)['weights_sha256']}"
     return identity
-
-
-def open_store(spec: str, s3_endpoint: str | None = None) -> ArtefactStore:
-    """A local folder, or ``s3://bucket[/prefix]`` at an S3-compatible endpoint."""
-    if spec.startswith("s3://"):
-        bucket, _, prefix = spec[len("s3://"):].partition("/")
-        if not bucket:
-            raise UsageError(f"--store {spec!r}: expected s3://BUCKET[/PREFIX]")
-        return S3Store(bucket, s3_endpoint, prefix=prefix)
-    return LocalFolderStore(Path(spec))
 
 
 def catalogue_for(manifest: Path | None) -> Catalogue:

@@ -20,6 +20,7 @@ StoreEngine = Literal["sqlite", "postgres"]
 STORE_ENGINES: tuple[StoreEngine, ...] = ("sqlite", "postgres")
 PG_DSN_ENV: Final = "RAGSWEEP_PG_DSN"
 PG_SCHEMA_ENV: Final = "RAGSWEEP_PG_SCHEMA"
+S3_ENDPOINT_ENV: Final = "RAGSWEEP_S3_ENDPOINT"  # an embedded sink at s3://... (a Celery worker reads it)
 DEFAULT_QUEUES: Final[Mapping[str, str]] = {"embedding": "embedding", "cpu": "cpu"}
 
 
@@ -33,6 +34,7 @@ class Endpoints:
 
     pg_dsn: str | None = None
     opensearch_url: str | None = None
+    s3_endpoint: str | None = None  # for an embedded sink at s3://... (credentials: boto3's own chain)
 
 
 NO_ENDPOINTS: Final = Endpoints()
@@ -66,7 +68,8 @@ class StoreSpec:
 
 @dataclass(frozen=True)
 class SinkSpec:
-    """Where index_file writes: ``embedded`` (a shard folder) or ``opensearch`` (an index name)."""
+    """Where index_file writes: ``embedded`` (shards in a folder or at ``s3://bucket/prefix``) or
+    ``opensearch`` (an index name)."""
 
     backend: str
     location: str

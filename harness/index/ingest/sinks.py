@@ -1,6 +1,6 @@
 """Where ``index_file`` writes a file's documents: the embedded backend's shards, or the stack index.
 
-The embedded backend's sink writes one shard folder per file; :mod:`.assemble` turns
+The embedded backend's sink writes one shard object per file (a folder or an S3 prefix); :mod:`.assemble` turns
 the shards into the state's index. The OpenSearch sink writes through
 :mod:`harness.index.opensearch.writer`'s bulk writer.
 """
@@ -8,10 +8,11 @@ the shards into the state's index. The OpenSearch sink writes through
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
-import uuid
+import tarfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -25,6 +26,7 @@ from harness.index.ingest.messages import NO_ENDPOINTS, Endpoints, SinkSpec
 from harness.index.opensearch.client import OpenSearchClient
 from harness.index.opensearch.queries import checked_buckets
 from harness.index.opensearch.writer import bulk_index
+from harness.objectstore import ArtefactStore, LocalFolderStore, MissingArtefactError, open_store
 
 
 class DocumentSink(Protocol):
@@ -45,73 +47,119 @@ class DocumentSink(Protocol):
 
 
 class ShardSink:
-    """Per-file shards for the embedded backend: ``ROOT/<file_uuid>/{docs.jsonl, vectors-<mode>.npy, shard.json}``.
+    """Per-file shards for the embedded backend: one object ``<file_uuid>.shard`` per file in an artefact store.
 
-    A shard is written to a hidden sibling and renamed into place, ``shard.json`` last,
-    so a reader sees a file's old shard or its new one, never half of one.
+    The store is a folder (``STATE/shards`` when the state is built on this machine) or an S3
+    bucket prefix (``s3://bucket/prefix``: Celery workers in other pods than the state's
+    builder, as on Kubernetes). A shard is one uncompressed tar of ``shard.json``,
+    ``docs.jsonl`` and ``vectors-<mode>.npy``, written with one atomic put, so a reader sees
+    a file's old shard or its new one, never half of one; ``read`` re-checks the sha256 the
+    writer recorded.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
+    SUFFIX: Final = ".shard"
 
-    def _dir(self, file_uuid: str) -> Path:
+    def __init__(self, root: str | os.PathLike[str] | ArtefactStore, s3_endpoint: str | None = None) -> None:
+        if isinstance(root, ArtefactStore):
+            self.store: ArtefactStore = root
+            self._folder: Path | None = None
+        else:
+            self.store = open_store(os.fspath(root), s3_endpoint)
+            self._folder = self.store.root if isinstance(self.store, LocalFolderStore) else None
+
+    def describe(self) -> str:
+        return self.store.describe()
+
+    def _key(self, file_uuid: str) -> str:
         if not file_uuid or "/" in file_uuid or file_uuid.startswith("."):
             raise UsageError(f"not a file_uuid: {file_uuid!r}")
-        return self.root / file_uuid
+        return f"{file_uuid}{self.SUFFIX}"
 
     def write_file(self, file_uuid: str, docs: Sequence[IndexDoc], vectors: Mapping[str, np.ndarray],
                    provenance: Mapping[str, Any]) -> str:
-        final = self._dir(file_uuid)
-        tmp = self.root / f".tmp-{file_uuid}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir(parents=True)
-        try:
-            h = hashlib.sha256()
-            body = "".join(json.dumps(asdict(d), sort_keys=True, ensure_ascii=False) + "\n" for d in docs)
-            (tmp / "docs.jsonl").write_text(body, encoding="utf-8", newline="\n")
-            h.update(body.encode("utf-8"))
-            for mode in sorted(vectors):
-                np.save(tmp / f"vectors-{mode}.npy", np.ascontiguousarray(vectors[mode], dtype=np.float32))
-                h.update((tmp / f"vectors-{mode}.npy").read_bytes())
-            digest = h.hexdigest()
-            meta = {**provenance, "file_uuid": file_uuid, "documents": len(docs), "modes": sorted(vectors),
-                    "sha256": digest}
-            (tmp / "shard.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-            old = self.root / f".old-{file_uuid}-{uuid.uuid4().hex[:8]}"
-            if final.exists():
-                final.rename(old)
-            tmp.rename(final)
-            shutil.rmtree(old, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        key = self._key(file_uuid)
+        members: dict[str, bytes] = {}
+        h = hashlib.sha256()
+        body = "".join(json.dumps(asdict(d), sort_keys=True, ensure_ascii=False) + "\n" for d in docs).encode("utf-8")
+        members["docs.jsonl"] = body
+        h.update(body)
+        for mode in sorted(vectors):
+            buf = io.BytesIO()
+            np.save(buf, np.ascontiguousarray(vectors[mode], dtype=np.float32))
+            members[f"vectors-{mode}.npy"] = buf.getvalue()
+            h.update(members[f"vectors-{mode}.npy"])
+        digest = h.hexdigest()
+        meta = {**provenance, "file_uuid": file_uuid, "documents": len(docs), "modes": sorted(vectors),
+                "sha256": digest}
+        members = {"shard.json": (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"), **members}
+        self.store.put_bytes(key, _tar(members))
         return digest
 
     def files(self) -> set[str]:
-        if not self.root.is_dir():
-            return set()
-        return {p.name for p in self.root.iterdir() if not p.name.startswith(".") and (p / "shard.json").is_file()}
+        return {key[:-len(self.SUFFIX)] for key in self.store.list()
+                if key.endswith(self.SUFFIX) and "/" not in key}
 
     def delete_files(self, file_uuids: Collection[str]) -> int:
         deleted = 0
+        present = self.files()
         for file_uuid in sorted(file_uuids):
-            path = self._dir(file_uuid)
-            if (path / "shard.json").is_file():
-                deleted += int(json.loads((path / "shard.json").read_text(encoding="utf-8"))["documents"])
-            shutil.rmtree(path, ignore_errors=True)
+            if file_uuid in present:
+                deleted += int(self._unpack(file_uuid)[0]["documents"])
+            self.store.delete(self._key(file_uuid))
         return deleted
 
+    def clear(self) -> None:
+        """Delete every shard (after assembly, or before a fresh build); a local folder goes too."""
+        for file_uuid in sorted(self.files()):
+            self.store.delete(self._key(file_uuid))
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+
+    def _unpack(self, file_uuid: str) -> tuple[dict[str, Any], dict[str, bytes]]:
+        key = self._key(file_uuid)
+        where = f"{self.describe()}: {key}"
+        try:
+            raw = self.store.get_bytes(key)
+        except MissingArtefactError as e:
+            raise IntegrityError(f"{where}: no shard for {file_uuid}; the reindex did not index it") from e
+        try:
+            with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as tar:
+                members = {}
+                for info in tar.getmembers():
+                    fh = tar.extractfile(info) if info.isfile() else None
+                    if fh is None:
+                        raise IntegrityError(f"{where}: member {info.name!r} is not a file")
+                    members[info.name] = fh.read()
+            meta = json.loads(members["shard.json"])
+        except (tarfile.TarError, KeyError, ValueError) as e:
+            raise IntegrityError(f"{where}: not a shard ({type(e).__name__}: {e})") from e
+        return meta, members
+
     def read(self, file_uuid: str) -> tuple[list[IndexDoc], dict[str, np.ndarray], dict[str, Any]]:
-        path = self._dir(file_uuid)
-        if not (path / "shard.json").is_file():
-            raise IntegrityError(f"{path}: no shard for {file_uuid}; the reindex did not index it")
-        meta = json.loads((path / "shard.json").read_text(encoding="utf-8"))
-        with (path / "docs.jsonl").open(encoding="utf-8") as fh:
-            docs = [doc_from_record(json.loads(line)) for line in fh]
-        vectors = {mode: np.load(path / f"vectors-{mode}.npy") for mode in meta["modes"]}
+        meta, members = self._unpack(file_uuid)
+        where = f"{self.describe()}: {self._key(file_uuid)}"
+        h = hashlib.sha256(members.get("docs.jsonl", b""))
+        for mode in meta["modes"]:
+            h.update(members.get(f"vectors-{mode}.npy", b""))
+        if h.hexdigest() != meta["sha256"]:
+            raise IntegrityError(f"{where}: contents do not match the sha256 the writer recorded")
+        docs = [doc_from_record(json.loads(line)) for line in members["docs.jsonl"].decode("utf-8").splitlines()]
+        vectors = {mode: np.load(io.BytesIO(members[f"vectors-{mode}.npy"])) for mode in meta["modes"]}
         for mode, matrix in vectors.items():
             if matrix.shape[0] != len(docs):
-                raise IntegrityError(f"{path}: vectors-{mode} has {matrix.shape[0]} rows for {len(docs)} documents")
+                raise IntegrityError(f"{where}: vectors-{mode} has {matrix.shape[0]} rows for {len(docs)} documents")
         return docs, vectors, meta
+
+
+def _tar(members: Mapping[str, bytes]) -> bytes:
+    """An uncompressed tar of these members, in this order, with fixed owners and times."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
 
 
 class OpenSearchSink:
@@ -154,7 +202,7 @@ def _opensearch_sink(index: str, endpoints: Endpoints) -> OpenSearchSink:
 
 
 SINKS: Final[dict[str, Callable[[str, Endpoints], DocumentSink]]] = {
-    "embedded": lambda root, _: ShardSink(root),
+    "embedded": lambda root, endpoints: ShardSink(root, endpoints.s3_endpoint),
     "opensearch": _opensearch_sink,
 }
 

@@ -39,6 +39,7 @@ from harness.index.ingest.ledger import STATE_TTL_S, RedisLedger
 from harness.index.ingest.messages import (
     DEFAULT_QUEUES,
     PG_DSN_ENV,
+    S3_ENDPOINT_ENV,
     Endpoints,
     IndexFileJob,
     ReindexReport,
@@ -88,7 +89,8 @@ def _endpoints() -> Endpoints:
     imports (docs/architecture.md).
     """
     return Endpoints(pg_dsn=os.environ.get(PG_DSN_ENV) or None,
-                     opensearch_url=os.environ.get(OPENSEARCH_URL_ENV) or None)
+                     opensearch_url=os.environ.get(OPENSEARCH_URL_ENV) or None,
+                     s3_endpoint=os.environ.get(S3_ENDPOINT_ENV) or None)
 
 
 @app.task(name="ragsweep.index_file")
