@@ -413,12 +413,10 @@ jclouds.filesystem.basedir=$S3_ROOT/data
 EOF
   chmod 0600 "$S3_CONF"
   stack_log "s3: starting S3Proxy $S3PROXY_VERSION (filesystem backend) on 127.0.0.1:$S3_PORT with $java_home"
-  (
-    cd "$S3_ROOT" || exit 1
-    exec setsid "$java_home/bin/java" -Xmx256m -jar "$jar" --properties "$S3_CONF" \
-      >"$S3_ROOT/s3proxy.log" 2>&1 </dev/null 9>&-
-  ) &
-  echo $! >"$S3_PID"
+  : >"$S3_ROOT/s3proxy.log"
+  (cd "$S3_ROOT" && start_detached "$S3_PID" "$S3_ROOT/s3proxy.log" \
+    "$java_home/bin/java" -Xmx256m -jar "$jar" --properties "$S3_CONF") \
+    || stack_die "s3: S3Proxy did not start (log $S3_ROOT/s3proxy.log)"
 }
 
 s3_wait() {

@@ -33,8 +33,8 @@ storage:
 http:
   addr: 127.0.0.1:$REG_PORT
 EOF
-    (exec setsid "$REG_BIN" serve "$REG_DIR/config.yml" >>"$REG_LOG" 2>&1 </dev/null) &
-    echo $! >"$REG_PID"
+    start_detached "$REG_PID" "$REG_LOG" "$REG_BIN" serve "$REG_DIR/config.yml" \
+      || { reg_log "error: the registry did not start (log $REG_LOG)"; exit 1; }
     for _ in $(seq 1 100); do answers && break; sleep 0.1; done
     answers || { tail -n 20 "$REG_LOG" >&2; reg_log "error: the registry did not answer on 127.0.0.1:$REG_PORT within 10s (log $REG_LOG)"; exit 1; }
     reg_log "up on 127.0.0.1:$REG_PORT (data $REG_DIR/data)"

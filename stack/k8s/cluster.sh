@@ -151,8 +151,8 @@ state = "$CTRD_DIR/state"
 EOF
   if containerd_running; then k8s_log "containerd: already running"; return 0; fi
   k8s_log "containerd: starting (log $K8S_LOGS/containerd.log)"
-  setsid containerd --config "$CTRD_DIR/config.toml" >>"$K8S_LOGS/containerd.log" 2>&1 </dev/null 9>&- &
-  echo $! >"$CTRD_PID"
+  start_detached "$CTRD_PID" "$K8S_LOGS/containerd.log" containerd --config "$CTRD_DIR/config.toml" \
+    || die_component containerd "$K8S_LOGS/containerd.log" "did not start"
   local i
   for ((i = 0; i < 100; i++)); do [[ -S $CTRD_SOCK ]] && return 0; containerd_running || break; sleep 0.2; done
   die_component containerd "$K8S_LOGS/containerd.log" "no socket at $CTRD_SOCK within 20s"

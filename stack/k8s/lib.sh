@@ -79,8 +79,8 @@ k8s_start() {
   k8s_log "$name: starting on 127.0.0.1:$port (log $K8S_LOGS/$name.log)"
   # setsid: the component outlives the shell that started it (a test fixture, make) and
   # down.sh stops it by its pid file. The lock's descriptor is not inherited.
-  setsid "$K8S_BIN/$name" "$@" >>"$K8S_LOGS/$name.log" 2>&1 </dev/null 9>&- &
-  printf '%s\n' "$!" >"$K8S_RUN/$name.pid"
+  start_detached "$K8S_RUN/$name.pid" "$K8S_LOGS/$name.log" "$K8S_BIN/$name" "$@" \
+    || k8s_die "$name: did not start (log $K8S_LOGS/$name.log)"
 }
 
 # k8s_stop NAME [TIMEOUT]: TERM, wait, then KILL.
