@@ -10,7 +10,11 @@
 # Environment: KUBECONFIG (default var/cluster/kubeconfig, the single-node cluster), VALUES
 # (extra values files, space-separated; default the chart's ci/single-node-values.yaml),
 # IMAGES_VALUES (default var/images/values.yaml, written by make images), CORPUS_NAMES
-# (default synthetic), KEEP=1, NAMESPACE (default ragsweep-<hash of the corpora>-<time>).
+# (default synthetic), KEEP=1, NAMESPACE (default ragsweep-<hash of the corpora>-<time>),
+# BACKENDS (default "stack": the arms search the release's OpenSearch; "stack embedded" runs the
+# arms a second time on the state's own index, in the same release: `helm upgrade` of
+# jobs.backend, one injector for both). The state the injector built is downloaded to
+# var/k8s-sweeps/<ns>/state, so a local sweep can measure the same state.
 # While it runs, `kubectl get pods -o wide` is appended every 20 s to var/k8s-sweeps/<ns>/pods.log.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -25,6 +29,7 @@ RELEASE=${RELEASE:-ragsweep}
 VALUES=${VALUES:-charts/ragsweep/ci/single-node-values.yaml}
 IMAGES_VALUES=${IMAGES_VALUES:-$ROOT/var/images/values.yaml}
 CORPUS_NAMES=${CORPUS_NAMES:-synthetic}
+BACKENDS=${BACKENDS:-stack}
 PORT=${PORT_FORWARD_PORT:-19000}
 TTL_HOURS=${CI_TTL_HOURS:-4}
 say() { printf '[sweep-k8s %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -106,6 +111,33 @@ while :; do
 done
 say "injector complete in $((SECONDS - injector_started))s"
 
-RAGSWEEP_K8S_NAMESPACE=$NAMESPACE RAGSWEEP_K8S_LAUNCHER_CONFIG=$RELEASE-launcher RAGSWEEP_K8S_S3_ENDPOINT=$RAGSWEEP_S3_ENDPOINT \
-  "$RAGSWEEP" sweep run --executor k8s --state "$CORPORA" --arms "$ARMS" --out var
+"$PY" -m harness.sweep.k8s.sync pull --store s3://ragsweep --key state/state.tar.gz --out "$LOGDIR/state" >&2
+say "the injector's state: $LOGDIR/state"
+
+rc=0
+for backend in $BACKENDS; do
+  if [[ $backend != "$(kubectl -n "$NAMESPACE" get configmap "$RELEASE-launcher" -o jsonpath='{.data.settings\.json}' \
+      | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["backend"])')" ]]; then
+    say "helm upgrade: the arms measure the $backend backend"
+    "$HELM" upgrade "$RELEASE" charts/ragsweep -n "$NAMESPACE" --reuse-values --set "jobs.backend=$backend" \
+      --wait --timeout 10m >>"$LOGDIR/helm-install.log" 2>&1 || die "helm upgrade to jobs.backend=$backend failed" 1
+  fi
+  arms_started=$SECONDS
+  RAGSWEEP_K8S_NAMESPACE=$NAMESPACE RAGSWEEP_K8S_LAUNCHER_CONFIG=$RELEASE-launcher RAGSWEEP_K8S_S3_ENDPOINT=$RAGSWEEP_S3_ENDPOINT \
+    "$RAGSWEEP" sweep run --executor k8s --state "$LOGDIR/state" --arms "$ARMS" --out var 2>&1 \
+    | tee "$LOGDIR/sweep-$backend.log" || rc=$?
+  say "arms on the $backend backend: $((SECONDS - arms_started))s"
+done
+# Every sweep's files (per arm: metrics.json, per_query.json, run.trec, ...) beside the logs, to
+# compare with a local sweep of $LOGDIR/state.
+"$PY" - "$LOGDIR/store" <<'PY' >&2
+import os, sys
+from harness.objectstore import LocalFolderStore, open_store
+remote, local = open_store("s3://ragsweep", os.environ["RAGSWEEP_S3_ENDPOINT"]), LocalFolderStore(sys.argv[1])
+keys = remote.list("sweeps/")
+for key in keys:
+    local.put_bytes(key, remote.get_bytes(key))
+print(f"[sweep-k8s] {len(keys)} sweep files copied to {sys.argv[1]}")
+PY
 say "sweep on Kubernetes done in $((SECONDS - started))s"
+exit "$rc"
