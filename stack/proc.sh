@@ -39,14 +39,15 @@ stop_pid() {
 # its pid to PIDFILE. setsid forks when its caller leads a process group (a shell with job
 # control), which would make `$!` the pid of a process that has already exited; so the pid is
 # written from inside the new session, by the shell that then execs CMD. Returns once the pid
-# file exists (or 1 after 10 s). The caller's descriptor 9 (a lock) is not inherited.
+# file exists (or 1 after 10 s). The caller's descriptors 8 and 9 (the locks images/build.sh and
+# the stack scripts hold) are not inherited: a daemon must not keep a build locked.
 start_detached() {
   local pidfile=$1 log=$2 i
   shift 2
   rm -f "$pidfile"
   # shellcheck disable=SC2016  # $$ and $@ belong to the inner shell
   setsid sh -c 'printf "%s\n" "$$" >"$0.tmp" && mv -f "$0.tmp" "$0" && exec "$@"' "$pidfile" "$@" \
-    >>"$log" 2>&1 </dev/null 9>&- &
+    >>"$log" 2>&1 </dev/null 8>&- 9>&- &
   for ((i = 0; i < 100; i++)); do
     [[ -s $pidfile ]] && return 0
     sleep 0.1
