@@ -87,7 +87,9 @@ host_network() {
     # A bridge with no ports: an interface of its own for the address (this kernel has no dummy module).
     ip link add "$DUMMY_IF" type bridge
   fi
-  ip addr show dev "$DUMMY_IF" | grep -q "inet $K8S_ADDRESS/" || ip addr add "$K8S_ADDRESS/32" dev "$DUMMY_IF"
+  # not `ip addr show | grep -q`: grep's early exit gives ip SIGPIPE, which pipefail turns into a
+  # failure, and a second `up` then tried to add the address again ("Address already assigned")
+  [[ $(ip -4 addr show dev "$DUMMY_IF") == *"inet $K8S_ADDRESS/"* ]] || ip addr add "$K8S_ADDRESS/32" dev "$DUMMY_IF"
   ip link set "$DUMMY_IF" up
   # Nothing addressed to the cluster's ranges ever leaves this machine: without kube-proxy's
   # rules (a Service not yet programmed, kube-proxy restarting) such a packet would follow the

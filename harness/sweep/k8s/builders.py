@@ -238,7 +238,10 @@ def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, rerank
     init = [_sync_container(settings, image, "fetch-state", settings.state_key, settings.state_path, state_mount)]
     volumes = [k.V1Volume(name="state", empty_dir=k.V1EmptyDirVolumeSource()),
                k.V1Volume(name="scratch", empty_dir=k.V1EmptyDirVolumeSource())]
-    mounts = [k.V1VolumeMount(name="state", mount_path=settings.state_path, read_only=True),
+    # Writable: tantivy's index reader takes a lock file in the index folder (on a read-only mount
+    # every arm fails "Failed to acquire Lockfile: Read-only file system"). The volume is this pod's
+    # own emptyDir, filled by fetch-state; nothing leaves it.
+    mounts = [k.V1VolumeMount(name="state", mount_path=settings.state_path),
               k.V1VolumeMount(name="scratch", mount_path=SCRATCH)]
     if gpu and reranker_key is not None:
         init.append(_sync_container(settings, image, "fetch-reranker", reranker_key, settings.reranker_path,
