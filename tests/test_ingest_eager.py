@@ -179,6 +179,18 @@ def test_shard_sink_replaces_a_file_whole_and_deletes_by_file(tmp_path: Path) ->
     assert sink.files() == set()
 
 
+def test_clearing_shards_never_deletes_what_else_is_in_the_folder(tmp_path: Path) -> None:
+    sink = ShardSink(tmp_path / "shards")
+    docs = meeting_documents(TIES, ChunkingPolicy())
+    sink.write_file(TIES.file_uuid, docs, {"header": np.zeros((len(docs), 2), np.float32)}, {})
+    (tmp_path / "shards" / "notes.txt").write_text("the user's\n")
+    sink.clear()
+    assert [p.name for p in (tmp_path / "shards").iterdir()] == ["notes.txt"]
+    (tmp_path / "shards" / "notes.txt").unlink()
+    sink.clear()
+    assert not (tmp_path / "shards").exists()
+
+
 def test_a_shard_whose_bytes_changed_is_refused_not_assembled(tmp_path: Path) -> None:
     sink = ShardSink(tmp_path / "shards")
     docs = meeting_documents(TIES, ChunkingPolicy())

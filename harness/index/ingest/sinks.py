@@ -7,11 +7,11 @@ the shards into the state's index. The OpenSearch sink writes through
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import os
-import shutil
 import tarfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict
@@ -109,11 +109,13 @@ class ShardSink:
         return deleted
 
     def clear(self) -> None:
-        """Delete every shard (after assembly, or before a fresh build); a local folder goes too."""
+        """Delete every shard (after assembly, or before a fresh build); a local folder goes too
+        once it is empty (a --shards folder that holds anything else is left as it is)."""
         for file_uuid in sorted(self.files()):
             self.store.delete(self._key(file_uuid))
         if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                self._folder.rmdir()
 
     def _unpack(self, file_uuid: str) -> tuple[dict[str, Any], dict[str, bytes]]:
         key = self._key(file_uuid)
