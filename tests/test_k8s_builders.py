@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -368,3 +368,32 @@ def test_pull_refuses_an_archive_member_outside_its_root(tmp_path: Path) -> None
         with tarfile.open(fileobj=buf, mode="r:gz") as tar, pytest.raises(IntegrityError, match="refusing"):
             _extract(tar, tmp_path / "out", "test.tar.gz")
     assert not (tmp_path / "escape.txt").exists()
+
+
+def test_an_unreachable_store_when_an_arm_finishes_is_a_failed_outcome_not_a_crash(tmp_path: Path) -> None:
+    """The store's pod deleted while arms run: the launcher cannot check a finished Job's
+    artefacts; that arm is failed (a rerun decides), the sweep goes on, nothing is written."""
+    from harness.objectstore import StorageError
+    from harness.sweep.k8s.executor import K8sExecutor, _Running
+    from harness.sweep.k8s.watch import JobResult
+
+    class DownStore:
+        """Every call fails as S3Store fails once its retries are spent."""
+        calls: ClassVar[list[str]] = []
+
+        def __getattr__(self, name: str) -> Any:
+            def down(*args: Any, **kwargs: Any) -> Any:
+                self.calls.append(name)
+                if name == "describe":
+                    return "s3://ragsweep"
+                raise StorageError(f"{name}: still failing after 9 attempts over 61.0s (deadline 60s)")
+            return down
+
+    arm = CATALOGUE.family("fusion").arm("rrf-60")
+    executor = K8sExecutor(S, "ns", None, None, DownStore(), tmp_path, quiet=True)
+    for result in (JobResult("arm-x", True), JobResult("arm-x", False, "BackoffLimitExceeded", "", 2, 1)):
+        outcome = executor._outcome(SWEEP, _Running(arm, "d" * 64, 0.0), result)
+        assert outcome.status == "failed"
+        assert outcome.message.startswith("the object store could not be read to check job arm-x: ")
+        assert "rerun the sweep" in outcome.message
+    assert not {"put_bytes", "put_text", "put_file"} & set(DownStore.calls), DownStore.calls

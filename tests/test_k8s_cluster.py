@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -92,6 +93,33 @@ class Release:
     endpoint: str
     store_url: str
     corpora: Path
+    forward: PortForward
+
+
+class PortForward:
+    """``kubectl port-forward`` to the object store, restarted whenever it exits: it ends with
+    the pod it forwards to, and one test deletes that pod (as stack/k8s/sweep.sh's loop does)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv, self.restarts = argv, 0
+        self._stopping = threading.Event()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            self._process = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self._process.wait()
+            if not self._stopping.is_set():
+                self.restarts += 1
+                self._stopping.wait(1.0)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._process is not None:
+            self._process.terminate()
+        self._thread.join(timeout=10)
 
 
 def _small_corpus(tmp: Path) -> Path:
@@ -129,9 +157,8 @@ def release(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         config.load_kube_config(str(cluster))
         core, batch = k.CoreV1Api(), k.BatchV1Api()
         port = 19100 + os.getpid() % 800
-        forward = subprocess.Popen(["kubectl", "--kubeconfig", str(cluster), "-n", namespace, "port-forward",
-                                    f"svc/{RELEASE}-object-store", f"{port}:9000"], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
+        forward = PortForward(["kubectl", "--kubeconfig", str(cluster), "-n", namespace, "port-forward",
+                               f"svc/{RELEASE}-object-store", f"{port}:9000"])
         secret = core.read_namespaced_secret(f"{RELEASE}-object-store", namespace).data
         os.environ["AWS_ACCESS_KEY_ID"] = base64.b64decode(secret["access-key-id"]).decode()
         os.environ["AWS_SECRET_ACCESS_KEY"] = base64.b64decode(secret["secret-access-key"]).decode()
@@ -147,10 +174,10 @@ def release(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         kubectl("-n", namespace, "wait", "--for=condition=complete", "job", "-l",
                 f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=injector", "--timeout=1200s",
                 timeout=1300)
-        yield Release(namespace, core, batch, endpoint, "s3://ragsweep", corpora)
+        yield Release(namespace, core, batch, endpoint, "s3://ragsweep", corpora, forward)
     finally:
         if "forward" in locals():
-            forward.terminate()
+            forward.stop()
         if os.environ.get("RAGSWEEP_K8S_KEEP") != "1":
             subprocess.run([*helm, "uninstall", RELEASE, "-n", namespace, "--wait", "--timeout", "5m"],
                            capture_output=True, timeout=400)
@@ -189,6 +216,25 @@ def test_every_pod_runs_in_a_container_from_a_pinned_digest(release: Release) ->
             assert container["securityContext"]["runAsNonRoot"] is True
 
 
+def _in_thread(result: dict[str, Any], run: Any) -> threading.Thread:
+    """``run()`` in a started thread; its return value or its exception lands in ``result``."""
+    def target() -> None:
+        try:
+            result["report"] = run()
+        except BaseException as e:  # re-raised in the test's thread by _report
+            result["error"] = e
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread
+
+
+def _report(result: dict[str, Any]) -> Any:
+    if "error" in result:
+        raise AssertionError(f"the launcher raised: {result['error']!r}") from result["error"]
+    assert "report" in result, "the launcher did not return within the test's wait"
+    return result["report"]
+
+
 def _ctr_pid(namespace: str, pod: str, container: str) -> int:
     """The host pid of a running container's main process (containerd's view, on the node)."""
     status = json.loads(kubectl("-n", namespace, "get", "pod", pod, "-o", "json"))["status"]
@@ -223,17 +269,16 @@ def test_an_arm_whose_container_is_killed_retries_and_publishes_once(release: Re
     arm = CATALOGUE.family("fusion").arm("rrf-60")
     launcher = executor(release, tmp_path)
     sweep_id = f"kill-{uuid.uuid4().hex[:6]}"
-    import threading
 
     result: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: result.setdefault("report", launcher.run([arm], sweep_id)))
+    worker = _in_thread(result, lambda: launcher.run([arm], sweep_id))
     worker.start()
     pod = _arm_pod(release, sweep_id, arm.name)
     pid = _ctr_pid(release.namespace, pod, "arm")
     os.kill(pid, signal.SIGKILL)
     print(f"\nkilled pid {pid} (container arm of pod {pod})", file=sys.stderr)
     worker.join(timeout=1200)
-    report = result["report"]
+    report = _report(result)
     outcome = report.outcomes[0]
     assert outcome.status == "published", outcome.message
     from harness.sweep.k8s.builders import sweep_selector
@@ -287,16 +332,16 @@ def test_the_object_store_pod_deleted_mid_sweep_leaves_nothing_half_written(rele
     arms = [family.arm(n) for n in ("rrf-30-default", "rrf-30-explicit", "norm-zscore-arith")]
     launcher = executor(release, tmp_path)
     sweep_id = f"s3-{uuid.uuid4().hex[:6]}"
-    import threading
 
     result: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: result.setdefault("report", launcher.run(arms, sweep_id)))
+    worker = _in_thread(result, lambda: launcher.run(arms, sweep_id))
     worker.start()
     _arm_pod(release, sweep_id, arms[0].name)
     kubectl("-n", release.namespace, "delete", "pod", f"{RELEASE}-object-store-0", "--wait=false")
     print("\nobject store pod deleted", file=sys.stderr)
     worker.join(timeout=1800)
-    report = result["report"]
+    report = _report(result)
+    print(f"port-forward restarted {release.forward.restarts} time(s)", file=sys.stderr)
     for outcome in report.outcomes:
         print(f"  {outcome.arm.name}: {outcome.status} {outcome.message[:200]}", file=sys.stderr)
     kubectl("-n", release.namespace, "wait", "--for=condition=Ready", f"pod/{RELEASE}-object-store-0",

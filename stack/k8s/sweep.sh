@@ -49,7 +49,10 @@ for v in $VALUES "$IMAGES_VALUES"; do values_args+=(-f "$v"); done
 pf=""; watcher=""
 cleanup() {
   local rc=$?
-  [[ -n $pf ]] && kill "$pf" 2>/dev/null || true
+  if [[ -n $pf ]]; then
+    local kids; kids=$(pgrep -P "$pf" || true)
+    kill "$pf" 2>/dev/null || true; [[ -n $kids ]] && kill $kids 2>/dev/null || true
+  fi
   [[ -n $watcher ]] && kill "$watcher" 2>/dev/null || true
   if [[ ${KEEP:-0} == 1 ]]; then
     say "KEEP=1: namespace $NAMESPACE kept (helm uninstall $RELEASE -n $NAMESPACE; kubectl delete namespace $NAMESPACE)"
@@ -79,7 +82,12 @@ say "helm install $RELEASE (every service pod Ready, up to 15 min)"
 say "release installed in $((SECONDS - started))s"
 kubectl -n "$NAMESPACE" get pods -o wide | tee "$LOGDIR/pods-installed.txt" >&2
 
-kubectl -n "$NAMESPACE" port-forward "svc/$RELEASE-object-store" "$PORT:9000" >"$LOGDIR/port-forward.log" 2>&1 &
+# The launcher (outside the cluster) reaches the store through a port-forward, which ends when
+# the object store's pod does (deleted, rescheduled): it is restarted until the sweep is over.
+(while :; do
+  kubectl -n "$NAMESPACE" port-forward "svc/$RELEASE-object-store" "$PORT:9000" >>"$LOGDIR/port-forward.log" 2>&1
+  echo "[$(date -u +%FT%TZ)] port-forward exited ($?); restarting" >>"$LOGDIR/port-forward.log"; sleep 1
+done) &
 pf=$!
 for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.2; done
 secret=$RELEASE-object-store
@@ -104,7 +112,9 @@ while :; do
   esac
   ((SECONDS - injector_started < 7200)) || die "the injector Job did not finish within 2 h" 1
   if (((SECONDS - injector_started) % 60 < 10)); then
-    last=$(kubectl -n "$NAMESPACE" logs -l "$selector" -c build-state --tail 1 2>/dev/null || true)
+    # progress bars redraw with \r: the newest redraw of the last lines is the progress
+    last=$(kubectl -n "$NAMESPACE" logs -l "$selector" --all-containers --tail 5 2>/dev/null \
+      | tr '\r' '\n' | grep -v '^[[:space:]]*$' | tail -n 1 | cut -c1-160 || true)
     say "  injector: ${last:-starting}"
   fi
   sleep 10

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import EXIT_PARTIAL, UsageError
+from harness.objectstore import StorageError
 from harness.sweep.catalogue import Arm, config_hash
 from harness.sweep.executor import ArmOutcome, SweepReport, default_sweep_id, measurement_identity, state_identity
 from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings
@@ -91,6 +92,17 @@ class K8sExecutor:
         return key
 
     def _outcome(self, sweep_id: str, run: _Running, result: JobResult) -> ArmOutcome:
+        try:
+            return self._judge(sweep_id, run, result)
+        except StorageError as e:
+            # The store is out longer than its retries (its pod was deleted, or the launcher's
+            # port-forward broke): the arm is not counted as published, nothing is written
+            # in its name, and a rerun of the sweep finds it complete or runs it again.
+            return ArmOutcome(run.arm, "failed", time.monotonic() - run.started,
+                              f"the object store could not be read to check job {result.name}: {e}; "
+                              "rerun the sweep (complete arms are skipped)")
+
+    def _judge(self, sweep_id: str, run: _Running, result: JobResult) -> ArmOutcome:
         seconds = time.monotonic() - run.started
         if result.succeeded:
             reason = incomplete_reason(self.store, sweep_id, run.arm, run.digest)
