@@ -66,7 +66,8 @@ $(STATE)/state.json: $(SYNTH)/corpus.json
 
 state: $(STATE)/state.json ## build the default corpus state (synthetic, plus QMSum when fetched into var/corpora/qmsum: a -qmsum state)
 
-sweep: $(STATE)/state.json ## run the ARMS family (fusion|budget|pool|diversity|embedding|all) over the default state and collect (EXECUTOR=k8s: see docs/kubernetes.md)
+# EXECUTOR=k8s needs only the corpora: the release's injector builds the state in the cluster.
+sweep: $(if $(filter k8s,$(EXECUTOR)),$(SYNTH)/corpus.json,$(STATE)/state.json) ## run the ARMS family (fusion|budget|pool|diversity|embedding|all) over the default state and collect (EXECUTOR=k8s: see docs/kubernetes.md)
 ifeq ($(EXECUTOR),k8s)
 	$(MAKE) k8s-up
 	$(MAKE) sweep-k8s ARMS=$(ARMS) CORPORA=$(SYNTH)

@@ -156,8 +156,14 @@ EOF
   start_detached "$CTRD_PID" "$K8S_LOGS/containerd.log" containerd --config "$CTRD_DIR/config.toml" \
     || die_component containerd "$K8S_LOGS/containerd.log" "did not start"
   local i
-  for ((i = 0; i < 100; i++)); do [[ -S $CTRD_SOCK ]] && return 0; containerd_running || break; sleep 0.2; done
-  die_component containerd "$K8S_LOGS/containerd.log" "no socket at $CTRD_SOCK within 20s"
+  # Serving, not just a socket file: the previous run's socket stays on disk after a kill, and a
+  # kubelet started against it exits ("validate CRI v1 runtime API").
+  for ((i = 0; i < 100; i++)); do
+    ctr --address "$CTRD_SOCK" version >/dev/null 2>&1 && return 0
+    containerd_running || break
+    sleep 0.2
+  done
+  die_component containerd "$K8S_LOGS/containerd.log" "not serving on $CTRD_SOCK within 20s"
 }
 
 start_kubelet() {
@@ -199,6 +205,7 @@ maxPods: 60
 EOF
   # Pods resolve only cluster names: nothing outside this machine is reachable anyway.
   printf 'nameserver 127.0.0.1\n' >"$K8S_DIR/resolv.conf"
+  k8s_pid_running kubelet || KUBELET_SINCE=$(date -u +%FT%TZ)
   k8s_start kubelet 10250 --config "$K8S_DIR/kubelet-config.yaml" --kubeconfig "$K8S_DIR/kubelet.kubeconfig" \
     --root-dir "$K8S_DIR/kubelet" --hostname-override "$NODE_NAME" --node-ip "$K8S_ADDRESS" \
     --node-labels "ragsweep.io/cluster=true" --v=1
@@ -228,15 +235,24 @@ EOF
   k8s_start kube-proxy 10256 --config "$K8S_DIR/kube-proxy-config.yaml" --v=1
 }
 
+# Ready, as posted by this kubelet: the Node object (and its last Ready) outlives a kubelet that
+# exited, so a heartbeat older than this start does not count.
+KUBELET_SINCE=""
 node_ready() {
-  [[ $("${KUBECTL[@]}" get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == True ]]
+  local ready beat
+  read -r ready beat < <("${KUBECTL[@]}" get node "$NODE_NAME" -o \
+    jsonpath='{.status.conditions[?(@.type=="Ready")].status}{" "}{.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}{"\n"}' 2>/dev/null)
+  [[ $ready == True && ! $beat < $KUBELET_SINCE ]]
 }
 
-wait_for() {  # wait_for NAME LOG CHECK...: CHECK within NODE_TIMEOUT, NAME alive meanwhile
+wait_for() {  # wait_for NAME LOG CHECK...: CHECK within NODE_TIMEOUT; a component NAME that exits fails at once
   local name=$1 logf=$2 deadline=$((SECONDS + NODE_TIMEOUT))
   shift 2
   while ((SECONDS < deadline)); do
     "$@" >/dev/null 2>&1 && return 0
+    if [[ -f $K8S_RUN/$name.pid ]] && ! k8s_pid_running "$name"; then
+      die_component "$name" "$logf" "exited before the node was Ready"
+    fi
     sleep 1
   done
   die_component "$name" "$logf" "not ready within ${NODE_TIMEOUT}s (RAGSWEEP_CLUSTER_TIMEOUT)"
