@@ -272,7 +272,6 @@ def test_an_arm_whose_container_is_killed_retries_and_publishes_once(release: Re
 
     result: dict[str, Any] = {}
     worker = _in_thread(result, lambda: launcher.run([arm], sweep_id))
-    worker.start()
     pod = _arm_pod(release, sweep_id, arm.name)
     pid = _ctr_pid(release.namespace, pod, "arm")
     os.kill(pid, signal.SIGKILL)
@@ -335,7 +334,6 @@ def test_the_object_store_pod_deleted_mid_sweep_leaves_nothing_half_written(rele
 
     result: dict[str, Any] = {}
     worker = _in_thread(result, lambda: launcher.run(arms, sweep_id))
-    worker.start()
     _arm_pod(release, sweep_id, arms[0].name)
     kubectl("-n", release.namespace, "delete", "pod", f"{RELEASE}-object-store-0", "--wait=false")
     print("\nobject store pod deleted", file=sys.stderr)
