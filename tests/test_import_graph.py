@@ -37,9 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 ARCHITECTURE_MD = REPO / "docs" / "architecture.md"
 
 # The stages in the order data travels. ``bench`` runs one arm, between report (which renders
-# and writes what it measures) and sweep (which fans arms out); DESIGN.md.
+# and writes what it measures) and sweep (which fans arms out); DESIGN.md. ``reproduction`` reads
+# what bench and sweep wrote and sets it beside the methodology's tables.
 STAGES: tuple[str, ...] = ("corpora", "synthetic", "store", "index", "state", "retrieval", "judge", "metrics",
-                           "answers", "report", "bench", "sweep")
+                           "answers", "report", "bench", "sweep", "reproduction")
 # What every stage may import: the package root (``__version__``), the shared types, the errors,
 # the one reader of input files (a folder or bad bytes where a file is expected: exit 4), and the
 # one retry policy (tenacity, with the injected clock and sleep the retry tests drive), and the
