@@ -82,7 +82,7 @@ def agreement_tables(tables: Mapping[str, MethodologyTable], chosen: Mapping[str
                           "run `make sweep ARMS=all` with QMSum fetched")
         return dict.fromkeys(ids, why)
     docs = {cls: analyse(results, families, query_class=cls, corpora=list(PAIR)) for cls in ("all", "lookup")}
-    used = ", ".join(f"`{c.path}`" for f in families if (c := chosen.get(f.name)) is not None)
+    used = ", ".join(dict.fromkeys(f"`{c.path}`" for f in families if (c := chosen.get(f.name)) is not None))
     notes = (f"not measured on both corpora, so left out: {', '.join(absent)}",) if absent else ()
     source = f"{used}, through harness.sweep.agreement.analyse (nDCG@10, Δ against each family's control)"
 

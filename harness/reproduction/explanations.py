@@ -1,8 +1,9 @@
 """Why a number differs from the methodology's: sentences keyed by table, row and column.
 
 ``explanations.json`` holds them as data, apart from the code that builds the tables. Each
-entry names the tables, rows and columns it covers as patterns (``fnmatch``: ``*`` for any,
-``synthetic*`` for every synthetic column) and one sentence saying what differs and why. An
+entry names the tables, rows and columns it covers as patterns (``*`` is the one wildcard:
+``*`` for any, ``synthetic*`` for every synthetic column; ``[`` is literal, as in
+``queries[lookup]``) and one sentence saying what differs and why. An
 entry may cite values from the results (``cites: ["index_documents"]``): those the results
 read carry are appended to the sentence as ours, the others are left out.
 
@@ -13,9 +14,9 @@ the file. A cell no entry covers is *unexplained*, and the page says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from functools import cache
 from importlib import resources
 from typing import Literal
@@ -59,6 +60,11 @@ def load_explanations() -> Explanations:
     return validate_input(Explanations, parse_json_input(explanations_text(), where), where)
 
 
+def matches(pattern: str, value: str) -> bool:
+    """``*`` matches any run of characters; everything else is literal."""
+    return re.fullmatch(".*".join(re.escape(part) for part in pattern.split("*")), value) is not None
+
+
 def _score(patterns: list[str], value: str) -> int:
     """2: named exactly; 1: a pattern matched; 0: only ``*``; -1: no match."""
     best = -1
@@ -67,7 +73,7 @@ def _score(patterns: list[str], value: str) -> int:
             best = max(best, 2)
         elif pattern == "*":
             best = max(best, 0)
-        elif fnmatchcase(value, pattern):
+        elif matches(pattern, value):
             best = max(best, 1)
     return best
 

@@ -24,7 +24,7 @@ Each cell is **ours / the methodology's (ours minus theirs)**, at the methodolog
 precision. A difference over {threshold} in the value's own unit (a percent as a fraction, a
 count by any whole number) or a different word is **bold**, and the row's last column names the
 sentence below the table that says what differs and why, or says **unexplained**. "not measured"
-means no results file holds that number; the reason follows it.
+means no results file read holds that number; the reasons are listed under the table.
 """
 
 
@@ -41,7 +41,8 @@ def _sign(theirs: Value | None) -> bool:
 def fmt_number(value: float, like: Value | None, signed: bool | None = None) -> str:
     decimals = like.decimals if like is not None else (0 if float(value).is_integer() else 4)
     kind = like.kind if like is not None else "number"
-    shown = value * 100 if kind == "percent" else value
+    shown = round(value * 100 if kind == "percent" else value, decimals)
+    shown = 0.0 if shown == 0 else shown  # -0.0000 is a rounding artefact, not a sign
     sign = "+" if (_sign(like) if signed is None else signed) else ""
     comma = "," if like is not None and "," in like.text else ""
     text = f"{shown:{sign}{comma}.{decimals}f}"
@@ -85,7 +86,7 @@ def render_table(result: TableResult) -> list[str]:
     lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for row in result.rows:
         by_column = {c.column: c for c in row.cells}
-        name = row.key if row.label is None else f"{row.key} ({row.label})"
+        name = row.key if row.label is None else f"{row.key}: {row.label}"
         cells = [fmt_cell(by_column[c]) if c in by_column else "—" for c in table.columns]
         lines.append("| " + " | ".join(_escape(x) for x in [name, *cells, _why(row.cells)]) + " |")
     missing: dict[str, int] = {}
