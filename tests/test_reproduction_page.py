@@ -21,7 +21,7 @@ from harness.errors import EXIT_INPUT, EXIT_USAGE
 from harness.sweep.agreement import analyse, results_from_store
 from harness.sweep.catalogue import CATALOGUE
 from harness.sweep.storage import LocalFolderStore
-from tests.reproduction_fixtures import publish_sweep, write_bench_run
+from tests.reproduction_fixtures import publish_sweep, write_bench_run, write_self_report
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +31,7 @@ def var(tmp_path_factory: pytest.TempPathFactory) -> Path:
     publish_sweep(root, "fusion-one", ("fusion",), corpora=("synthetic",))
     write_bench_run(root / "bench" / "scope-corpus", "corpus", 0.1052)
     write_bench_run(root / "bench" / "scope-gold-files", "gold-files", 0.3296)
+    write_self_report(root / "bench")
     return root
 
 
@@ -93,6 +94,16 @@ def test_a_difference_with_no_sentence_says_unexplained(page: str) -> None:
     assert "unexplained)" in page.split("\n\n")[3]  # the summary counts them
 
 
+def test_the_bm25_domain_table_comes_from_the_self_report(page: str) -> None:
+    table = section(page, "QMSum: BM25 gold-meeting ranks per domain")
+    assert "bench/qmsum-bm25.json` (bm25s 0.2, lucene, k1=1.2, b=0.75; pooled: 10 meetings, 2 queries)" in table
+    assert row(table, "Product")[1:4] == ["0.124 / 0.124 (+0.000)", "22 / 22 (+0)", "49.2 / 49.2 (+0.0)"]
+    # 3 meetings in the fixture's Product group: 3 others against 136, a count no sentence covers
+    assert row(table, "Product")[4:] == ["**3 / 136 (-133)**", "**unexplained** (other meetings)"]
+    assert row(table, "Academic")[1] == "**0.300 / 0.234 (+0.066)**"
+    assert row(table, "Academic")[-1] == "[bm25-scorer]"
+
+
 def test_scope_tables_come_from_the_bench_runs(page: str) -> None:
     corpus = section(page, "stage 1, corpus scope (QMSum)")
     assert "bench/scope-corpus/metrics.json` (stage retrieve, scope corpus, size 48, backend embedded)" in corpus
@@ -134,7 +145,7 @@ def test_absent_results_are_one_line_naming_what_to_run(tmp_path: Path) -> None:
     out = tmp_path / "page.md"
     assert generate(tmp_path / "empty", out) == 0
     page = out.read_text(encoding="utf-8")
-    assert "Summary: 0 cells compared" in page and "16 of 16 tables not measured" in page
+    assert "Summary: 0 cells compared" in page and "17 of 17 tables not measured" in page
     for command in ("make sweep ARMS=fusion", "make sweep ARMS=budget", "make sweep ARMS=pool",
                     "make sweep ARMS=diversity", "make scopes", "make sweep ARMS=all"):
         assert f"run `{command}" in page

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.corpora.selfreport import SelfReport
 from harness.reproduction.methodology import MethodologyTable
 from harness.reproduction.sources import Comparison, Run
 from harness.sweep.comparison import Cell, FamilyEntry
@@ -160,6 +161,25 @@ def composition_table(table: MethodologyTable, run: Run) -> TableOurs:
     unrecorded = Missing("per-domain real timings are not in metrics.json")
     rows = {row.key: {"value": values.get(row.key, unrecorded)} for row in table.rows}
     return TableOurs(rows=rows, source=f"`{run.path}` (its qmsum corpus block)")
+
+
+def bm25_table(table: MethodologyTable, path: str, report: SelfReport) -> TableOurs:
+    rows: dict[str, dict[str, Ours]] = {}
+    for row in table.rows:
+        group = report.by_domain.get(row.key)
+        if group is None:
+            rows[row.key] = dict.fromkeys(row.values, Missing(f"no {row.key} domain in the report"))
+            continue
+        values: dict[str, float | None] = {"R@1": group.r_at_1, "median rank": group.median_gold_rank,
+                                           "others ≥90%": group.mean_others_within_90pct,
+                                           "other meetings": float(group.other_meetings)}
+        rows[row.key] = {c: Missing("no scored query in the domain") if values.get(c) is None
+                         else float(values[c] or 0.0) for c in row.values}
+    method = report.method
+    source = (f"`{path}` ({method.get('library')} {method.get('library_version')}, {method.get('method')}, "
+              f"k1={method.get('k1')}, b={method.get('b')}; pooled: {report.pooled.meetings} meetings, "
+              f"{report.pooled.queries} queries)")
+    return TableOurs(rows=rows, source=source)
 
 
 def state_table(table: MethodologyTable, run: Run) -> TableOurs:

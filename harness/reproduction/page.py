@@ -7,7 +7,8 @@ Which results stand for which table:
 * the agreement tables: those families' comparisons, through the sweep stage's analysis;
 * the corpus tables: the chosen fusion sweep's control metrics.json when the sweep kept its arm
   files, else the corpus-scope bench run, else the gold-files one;
-* the stage-1 scope tables: bench runs at --stage retrieve and --scope corpus / gold-files.
+* the stage-1 scope tables: bench runs at --stage retrieve and --scope corpus / gold-files;
+* the BM25 domain table: the QMSum self-report beside those runs.
 
 A table with none says so in one line naming what to run. The page lists every file it read.
 """
@@ -22,6 +23,7 @@ from harness.reproduction.compare import TableResult, compare_table
 from harness.reproduction.derive import (
     NotMeasured,
     TableOurs,
+    bm25_table,
     composition_table,
     facts_from,
     family_table,
@@ -48,6 +50,7 @@ from harness.reproduction.sources import (
     comparisons,
     control_run,
     scope_run,
+    self_report,
 )
 
 # family -> (its tables, the command that measures it)
@@ -76,6 +79,7 @@ def build_page(inputs: ReproductionInputs, tables: MethodologyTables | None = No
     reader = Reader()
     found = comparisons(reader, inputs)
     runs = bench_runs(reader, inputs)
+    bm25 = self_report(reader, inputs)
 
     chosen: dict[str, Comparison | None] = {}
     others: dict[str, list[Comparison]] = {}
@@ -101,6 +105,9 @@ def build_page(inputs: ReproductionInputs, tables: MethodologyTables | None = No
             "not measured: no results file includes QMSum; fetch it and run `make sweep ARMS=fusion` "
             "(or `make scopes`)") if qmsum_run is None else composition_table(tables.table("qmsum-composition"),
                                                                              qmsum_run)),
+        compared("qmsum-bm25-domains", NotMeasured(
+            f"not measured: no QMSum self-report at {inputs.bench_dir}/qmsum-bm25.json; run `make scopes`")
+            if bm25 is None else bm25_table(tables.table("qmsum-bm25-domains"), *bm25)),
         compared("corpus-state", NotMeasured(
             "not measured: no metrics.json of a fusion control or a scope run; run `make sweep ARMS=fusion`")
             if state is None else state_table(tables.table("corpus-state"), state)),

@@ -4,7 +4,9 @@
   read with :func:`harness.sweep.comparison.read_comparison`;
 * metrics.json of every bench run directly under the bench folder (``DIR/<run>/metrics.json``),
   read with :func:`harness.report.results.read_metrics`;
-* the metrics.json of the fusion control of the chosen fusion sweep, for the corpus tables.
+* the metrics.json of the fusion control of the chosen fusion sweep, for the corpus tables;
+* ``DIR/qmsum-bm25.json``: ``ragsweep corpus report qmsum --json`` (``make scopes`` writes it),
+  read with :func:`harness.corpora.selfreport.read_self_report`.
 
 Every file read is recorded with its sha256 (of the bytes), in the order the page uses them. A
 file that does not parse or does not fit its model stops everything with one line naming it
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.corpora.selfreport import SelfReport, read_self_report
 from harness.errors import UsageError
 from harness.inputfiles import parse_json_input, read_input_text
 from harness.report.results import MetricsDoc, read_metrics
@@ -82,6 +85,18 @@ class Reader:
 
     def run(self, path: Path) -> Run:
         return Run(str(path), read_metrics(self._json(path), str(path)))
+
+    def self_report(self, path: Path) -> SelfReport:
+        return read_self_report(self._json(path), str(path))
+
+
+SELF_REPORT_FILE = "qmsum-bm25.json"
+
+
+def self_report(reader: Reader, inputs: ReproductionInputs) -> tuple[str, SelfReport] | None:
+    """The QMSum BM25 self-report beside the bench runs, when there is one."""
+    path = inputs.bench_dir / SELF_REPORT_FILE
+    return (str(path), reader.self_report(path)) if path.is_file() else None
 
 
 def comparisons(reader: Reader, inputs: ReproductionInputs) -> list[Comparison]:
