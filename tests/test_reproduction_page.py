@@ -204,3 +204,22 @@ def test_a_pinned_sweep_without_comparison_is_a_usage_error(var: Path, tmp_path:
     assert generate(var, tmp_path / "p.md", "--sweep-id", "nope") == EXIT_USAGE
     assert "--sweep-id: no comparison.json at" in capsys.readouterr().err
     assert not (tmp_path / "p.md").exists()
+
+
+def test_agreement_over_the_families_measured_names_the_ones_left_out(tmp_path: Path) -> None:
+    publish_sweep(tmp_path, "fusion-two", ("fusion",))
+    out = tmp_path / "page.md"
+    assert generate(tmp_path, out) == 0
+    page = out.read_text(encoding="utf-8")
+    arms = section(page, "per-arm Δ against the family control, all class nDCG@10")
+    assert "- not measured on both corpora, so left out: budget, pool" in arms
+    assert row(arms, "rrf-60")[1:4] == ["-0.0003 / -0.0003 (+0.0000)", "+0.0063 / +0.0063 (+0.0000)",
+                                        "disagree / disagree"]
+    assert row(arms, "pool-12")[1] == "not measured / +0.0128"
+    assert "- not measured: its family is not measured on both corpora (36 cells)" in arms
+    coefficients = section(page, "agreement coefficients, all class")
+    assert row(coefficients, "budget")[1] == "not measured / 8"
+    # pooled is the fusion family alone here: the same n and coefficients as its own row
+    assert row(coefficients, "pooled")[1] == "**9 / 21 (-12)**"
+    assert row(coefficients, "pooled")[2].split(" / ")[0].strip("*") == row(coefficients, "fusion")[2].split(
+        " / ")[0].strip("*")

@@ -94,7 +94,7 @@ def agreement_tables(tables: Mapping[str, MethodologyTable], chosen: Mapping[str
     out["agreement-arms"] = table({
         row.key: ({"Δ qmsum": _f(arms[row.key]["first"]), "Δ synthetic": _f(arms[row.key]["second"]),
                    "sign": arms[row.key]["sign"]} if row.key in arms
-                  else dict.fromkeys(row.values, Missing("not measured")))
+                  else dict.fromkeys(row.values, Missing("its family is not measured on both corpora")))
         for row in tables["agreement-arms"].rows})
     for cls in ("all", "lookup"):
         sets = {s["set"]: s for s in docs[cls]["sets"]}

@@ -138,25 +138,28 @@ def family_table(table: MethodologyTable, comparison: Comparison, family_name: s
 
 # --- the corpus tables and the stage-1 scopes --------------------------------------------------------------
 
-def _domain(block: Mapping[str, Any], key: str, domain: str) -> Ours:
-    value = block.get(key, {}).get(domain) if isinstance(block.get(key), Mapping) else None
-    return Missing(f"no {domain} count recorded") if value is None else float(value)
+def _count(block: Mapping[str, Any], key: str, what: str) -> Ours:
+    value = block.get(key)
+    return Missing(f"no {what} recorded") if value is None else float(value)
 
 
 def composition_table(table: MethodologyTable, run: Run) -> TableOurs:
     qmsum = run.corpus("qmsum") or {}
-    composition = qmsum.get("composition", {})
-    queries = qmsum.get("queries", {})
-    by_class = queries.get("by_class", {})
+    composition = qmsum.get("composition") or {}
+    queries = qmsum.get("queries") or {}
+    by_class = queries.get("by_class")
+    domains = composition.get("domains") or {}
     values: dict[str, Ours] = {
-        "files": float(composition.get("files", 0)),
-        "files[Product]": _domain(composition, "domains", "Product"),
-        "queries": float(sum(by_class.values())),
-        "queries[lookup]": float(by_class.get("lookup", 0)),
-        "queries[summarize]": float(by_class.get("summarize", 0)),
-        "dropped_unjudgeable": float(queries.get("dropped_unjudgeable", 0)),
-        "turns": float(composition.get("turns", 0)),
-        "files_with_real_timings": float(composition.get("files_with_real_timings", 0)),
+        "files": _count(composition, "files", "file count"),
+        "files[Product]": _count(domains, "Product", "Product count"),
+        "queries": Missing("no queries by class recorded") if by_class is None else float(sum(by_class.values())),
+        "queries[lookup]": Missing("no queries by class recorded") if by_class is None
+        else float(by_class.get("lookup", 0)),
+        "queries[summarize]": Missing("no queries by class recorded") if by_class is None
+        else float(by_class.get("summarize", 0)),
+        "dropped_unjudgeable": _count(queries, "dropped_unjudgeable", "dropped count"),
+        "turns": _count(composition, "turns", "turn count"),
+        "files_with_real_timings": _count(composition, "files_with_real_timings", "real-timings count"),
     }
     unrecorded = Missing("per-domain real timings are not in metrics.json")
     rows = {row.key: {"value": values.get(row.key, unrecorded)} for row in table.rows}
@@ -193,7 +196,9 @@ def state_table(table: MethodologyTable, run: Run) -> TableOurs:
 
     def files(corpus: str) -> Ours:
         block = run.corpus(corpus)
-        return Missing(f"{corpus} not in this state") if block is None else float(block["composition"]["files"])
+        if block is None:
+            return Missing(f"{corpus} not in this state")
+        return _count(block.get("composition") or {}, "files", f"{corpus} file count")
 
     values: dict[str, Ours] = {
         "files": number(index.get("files"), "index files"),
