@@ -221,5 +221,6 @@ def test_agreement_over_the_families_measured_names_the_ones_left_out(tmp_path: 
     assert row(coefficients, "budget")[1] == "not measured / 8"
     # pooled is the fusion family alone here: the same n and coefficients as its own row
     assert row(coefficients, "pooled")[1] == "**9 / 21 (-12)**"
+    assert row(coefficients, "pooled")[-1].startswith("[agreement-arm-count]")
     assert row(coefficients, "pooled")[2].split(" / ")[0].strip("*") == row(coefficients, "fusion")[2].split(
         " / ")[0].strip("*")
