@@ -81,7 +81,7 @@ def test_a_difference_over_the_threshold_is_bold_and_explained(page: str) -> Non
     # every qmsum row is 0.0983 here; the printed summarize control is 0.0821: +0.0162 > 0.01
     assert row(per_class, "rrf-30-default")[5] == "**0.0983 / 0.0821 (+0.0162)**"
     assert "[qmsum-index-contents]" in row(per_class, "rrf-30-default")[-1]
-    assert "(ours: index_documents 90, index_files 8, backend embedded)." in per_class
+    assert "(ours: index_documents 90, index_digest_documents 10, index_files 8, backend embedded)." in per_class
 
 
 def test_a_difference_with_no_sentence_says_unexplained(page: str) -> None:
