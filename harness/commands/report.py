@@ -21,11 +21,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--sweeps", type=Path, default=Path("var"), metavar="ROOT",
                    help="the artefact store root the sweeps wrote to (their --out; default var)")
     r.add_argument("--sweep-id", action="append", default=[], metavar="ID",
-                   help="read only these sweeps (repeatable); default every sweep under ROOT/sweeps, the one "
-                        "per family chosen by the rule on the page")
+                   help="read only these sweeps (repeatable); default every sweep under ROOT/sweeps, each "
+                        "family's taken from one by the rule the page states (docs/sweeps.md)")
     r.add_argument("--bench-dir", type=Path, default=Path("var/bench"), metavar="DIR",
-                   help="folder of bench runs, each DIR/<run>/metrics.json (default var/bench; `make scopes` "
-                        "writes the stage-1 scope runs there)")
+                   help="folder of bench runs, each DIR/<run>/metrics.json, and DIR/qmsum-bm25.json (default "
+                        "var/bench; `make scopes` writes the stage-1 scope runs and the QMSum self-report there)")
     r.add_argument("--out", type=Path, required=True, metavar="FILE", help="the page to write (atomically)")
     r.set_defaults(func=reproduction)
 

@@ -24,7 +24,9 @@ Each cell is **ours / the methodology's (ours minus theirs)**, at the methodolog
 precision. A difference over {threshold} in the value's own unit (a percent as a fraction, a
 count by any whole number) or a different word is **bold**, and the row's last column names the
 sentence below the table that says what differs and why, or says **unexplained**. "not measured"
-means no results file read holds that number; the reasons are listed under the table.
+means no results file read holds that number; the reasons are listed under the table. Where
+several sweeps hold a family, its tables come from the one whose control is complete, then with
+the most corpora, then the most complete arms, then the first sweep id in name order.
 """
 
 
