@@ -25,7 +25,7 @@ STACK_STATE := $(VAR)/states/stack-$(BUDGET)-$(SEED)$(CORPORA_TAG)
 WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-unit lint sweep sweep-backends state synth bench baselines-check clean
+.PHONY: help setup test test-unit lint sweep sweep-backends state synth bench scopes reproduction baselines-check clean
 
 include Makefile.stack
 include Makefile.k8s
@@ -88,6 +88,19 @@ bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs r
 	$(PY) benchmarks/bench_synthetic.py
 	$(PY) benchmarks/bench_index.py --state $(STATE)
 	$(PY) benchmarks/bench_backends.py --state $(STACK_STATE) --workers 1,2
+
+# The methodology's stage-1 table: QMSum retrieval at corpus scope and at the gold-files oracle scope.
+scopes: $(if $(QMSUM_FLAG),$(STATE)/state.json) ## stage-1 scope runs (QMSum at --scope corpus and gold-files) and the QMSum BM25 self-report, into var/bench (for make reproduction)
+	@test -n "$(QMSUM_FLAG)" || { echo "make scopes scores QMSum: fetch it into $(QMSUM) first (docs/corpora.md)"; exit 2; }
+	for scope in corpus gold-files; do \
+	  $(RAGSWEEP) bench --state $(STATE) --corpus qmsum --scope $$scope --workers $(WORKERS) \
+	    --control-name scope-$$scope --out $(VAR)/bench/scope-$$scope || exit $$?; \
+	done
+	$(RAGSWEEP) corpus report qmsum --dest $(QMSUM) --json > $(VAR)/bench/.qmsum-bm25.json.tmp
+	mv $(VAR)/bench/.qmsum-bm25.json.tmp $(VAR)/bench/qmsum-bm25.json
+
+reproduction: $(STAMP) ## docs/reproduction.md: the methodology's tables beside ours, from the sweeps and bench runs under var/
+	$(RAGSWEEP) report reproduction --sweeps $(VAR) --bench-dir $(VAR)/bench --out docs/reproduction.md
 
 baselines-check: $(STAMP) ## re-derive every re-derivable baseline and compare byte for byte (CI=1: the ci ones)
 	$(PY) -m jobs.baselines check $(if $(CI),--ci)

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "bench": "harness.commands.bench",
     "sweep": "harness.commands.sweep",
     "agreement": "harness.commands.agreement",
+    "report": "harness.commands.report",
     "reranker": "harness.commands.reranker",
 }
 

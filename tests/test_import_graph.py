@@ -37,9 +37,10 @@ REPO = Path(__file__).resolve().parents[1]
 ARCHITECTURE_MD = REPO / "docs" / "architecture.md"
 
 # The stages in the order data travels. ``bench`` runs one arm, between report (which renders
-# and writes what it measures) and sweep (which fans arms out); DESIGN.md.
+# and writes what it measures) and sweep (which fans arms out); DESIGN.md. ``reproduction`` reads
+# what bench and sweep wrote and sets it beside the methodology's tables.
 STAGES: tuple[str, ...] = ("corpora", "synthetic", "store", "index", "state", "retrieval", "judge", "metrics",
-                           "answers", "report", "bench", "sweep")
+                           "answers", "report", "bench", "sweep", "reproduction")
 # What every stage may import: the package root (``__version__``), the shared types, the errors,
 # the one reader of input files (a folder or bad bytes where a file is expected: exit 4), and the
 # one retry policy (tenacity, with the injected clock and sleep the retry tests drive), and the
@@ -294,7 +295,7 @@ def test_every_stage_folder_is_in_the_stage_order() -> None:
 
 def test_the_architecture_doc_draws_the_same_stage_order() -> None:
     text = ARCHITECTURE_MD.read_text(encoding="utf-8")
-    match = re.search(r"^corpora -> .* -> sweep$", text, re.MULTILINE)
+    match = re.search(rf"^{STAGES[0]} -> .* -> {STAGES[-1]}$", text, re.MULTILINE)
     assert match, "docs/architecture.md no longer has the one-line stage order this test reads"
     assert tuple(s.strip("() ") for s in match.group(0).split("->")) == STAGES
 

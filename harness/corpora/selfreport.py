@@ -35,7 +35,10 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, StrictInt
+
 from harness.errors import InputDataError
+from harness.inputfiles import validate_input
 from harness.model import Meeting, Query
 
 BM25_METHOD = "lucene"
@@ -88,7 +91,7 @@ def meeting_bm25_report(
         for meeting in meetings:
             groups.setdefault(meeting.domain if meeting.domain is not None else NO_DOMAIN, []).append(meeting)
 
-    return {
+    report = {
         "by_domain": {name: _group_report(bm25s, groups[name], tokens, scored) for name in sorted(groups)},
         "method": {
             "b": BM25_B,
@@ -105,6 +108,36 @@ def meeting_bm25_report(
         "pooled": _group_report(bm25s, list(meetings), tokens, scored),
         "skipped": dict(sorted(skipped.items())),
     }
+    SelfReport.model_validate(report)  # the model checks what is written; the dict is what is written
+    return report
+
+
+class SelfReportGroup(BaseModel):
+    """One group of the self-report (pooled, or one domain)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    meetings: StrictInt
+    other_meetings: StrictInt
+    queries: StrictInt
+    r_at_1: float | None
+    median_gold_rank: float | None
+    mean_others_within_90pct: float | None
+    per_query: dict[str, dict[str, StrictInt]]
+
+
+class SelfReport(BaseModel):
+    """What ``ragsweep corpus report NAME --json`` prints; read back through :func:`read_self_report`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    method: dict[str, Any]
+    pooled: SelfReportGroup
+    by_domain: dict[str, SelfReportGroup]
+    skipped: dict[str, StrictInt]
+
+
+def read_self_report(doc: Any, where: str) -> SelfReport:
+    """A parsed self-report (read from ``where``); the first problem is one line naming the field (exit 4)."""
+    return validate_input(SelfReport, doc, where)
 
 
 def _scored_queries(queries: Sequence[Query], known: set[str]) -> tuple[list[Query], dict[str, int]]:

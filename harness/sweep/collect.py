@@ -20,6 +20,7 @@ from typing import Any
 from harness.errors import UsageError
 from harness.report.files import dumps
 from harness.sweep.catalogue import CATALOGUE, Arm, Family
+from harness.sweep.comparison import COMPARISON_SCHEMA, ComparisonDoc
 from harness.sweep.gate import (
     ALPHA,
     CLASS_ORDER,
@@ -35,7 +36,6 @@ from harness.sweep.results import ArmResults, load_from_store, state_fingerprint
 from harness.sweep.stats import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, holm, paired_test
 from harness.sweep.storage import ArtefactStore, sweep_prefix
 
-COMPARISON_SCHEMA = "ragsweep.comparison/1"
 COMPARED_MEASURES: tuple[str, ...] = ("nDCG@5", "nDCG@10", "nDCG@20", "R@10", "MRR", "fileR@1")
 
 
@@ -260,6 +260,8 @@ def collect(store: ArtefactStore, sweep_id: str, catalogue_arms: Sequence[Arm], 
             comparison["plot"] = "comparison.png"
         except PlotUnavailable as e:
             png_note = str(e)
+    # The model checks what is written (a mismatch is a bug here, exit 1); the dict is what is written.
+    ComparisonDoc.model_validate(comparison)
     markdown = render_comparison(comparison, plot_note=png_note)
     store.put_text(f"{prefix}/comparison.json", dumps(comparison))
     store.put_text(f"{prefix}/comparison.md", markdown)
