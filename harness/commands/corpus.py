@@ -53,7 +53,18 @@ def register(subparsers: Any) -> None:
         help="acknowledge a tier B (non-commercial) licence: internal use only, never published",
     )
     _manifest(fetch)
+    fetch.add_argument("--quiet", action="store_true", help="print only the summary line, not one line per file")
     fetch.set_defaults(func=cmd_fetch)
+
+    probe = actions.add_parser(
+        "probe",
+        help="can NAME be fetched now? one read of its first artefact, upstream or --mirror (exit 0 yes, 5 no)",
+    )
+    probe.add_argument("name", metavar="NAME")
+    probe.add_argument("--mirror", metavar="URL", help="probe this mirror instead of upstream")
+    probe.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds to wait (default 5)")
+    _manifest(probe)
+    probe.set_defaults(func=cmd_probe)
 
     verify = actions.add_parser("verify", help="offline: every artefact present with its size and sha256")
     verify.add_argument("name", metavar="NAME")
@@ -124,7 +135,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         mirror=args.mirror,
         accept_noncommercial=args.accept_noncommercial,
         manifest=args.manifest,
-        progress=_print_fetched,
+        progress=None if args.quiet else _print_fetched,
     )
     total = len(result.fetched) + len(result.present)
     print(
@@ -132,6 +143,20 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         f"{len(result.present)} already present"
     )
     return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """One line on stdout either way: probing is a question, so "no" is an answer, not an error message."""
+    from harness.corpora.fetch import probe
+    from harness.errors import EXIT_INTEGRITY
+
+    where = "mirror" if args.mirror else "upstream"
+    location, reason = probe(args.name, args.mirror, manifest=args.manifest, timeout_s=args.timeout)
+    if reason is None:
+        print(f"{args.name}: {where} reachable at {location}")
+        return 0
+    print(f"{args.name}: {where} unreachable: {reason} at {location}")
+    return EXIT_INTEGRITY
 
 
 def _print_fetched(path: str, status: str) -> None:

@@ -42,6 +42,7 @@ RETRY_BASE_SECONDS = 1.0
 RETRY_CAP_SECONDS = 8.0
 RETRY_DEADLINE_SECONDS = 60.0
 REQUEST_TIMEOUT_SECONDS = 30.0
+PROBE_TIMEOUT_SECONDS = 5.0
 _TRANSIENT_HTTP = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 # Indirections so tests can observe backoff without waiting for it.
@@ -122,6 +123,26 @@ def fetch(
     return FetchResult(dest=dest, fetched=tuple(a.path for a in missing), present=tuple(a.path for a in present))
 
 
+def probe(
+    name: str, mirror: str | None = None, *, manifest: ManifestArg = None, timeout_s: float = PROBE_TIMEOUT_SECONDS
+) -> tuple[str, str | None]:
+    """Can the corpus be fetched from here? Reads one byte of its first artefact, once, within ``timeout_s``.
+
+    Returns (location, None) when it can, (location, reason) when it cannot. No retries: this
+    answers "is upstream (or the mirror) reachable now", e.g. before deciding a sweep is single-corpus.
+    """
+    source = get_source(name)
+    pinned = load_source_manifest(source, manifest)
+    location = _location(pinned, pinned.artefacts[0], mirror)
+    try:
+        with _open(location, timeout_s) as stream:
+            stream.read(1)
+    except (OSError, http.client.HTTPException) as e:
+        local = e.strerror if isinstance(e, OSError) and e.filename else None  # the path is said once, after
+        return str(location), str(getattr(e, "reason", None) or local or e)
+    return str(location), None
+
+
 def list_problems(name: str, dest: Path, *, manifest: ManifestArg = None) -> tuple[Manifest, list[Problem]]:
     """Offline: the manifest used and every artefact under ``dest`` that is missing or differs."""
     pinned = load_source_manifest(get_source(name), manifest)
@@ -157,12 +178,12 @@ def _is_remote(location: str | Path) -> bool:
 
 
 @contextmanager
-def _open(location: str | Path) -> Iterator[BinaryIO]:
+def _open(location: str | Path, timeout_s: float = REQUEST_TIMEOUT_SECONDS) -> Iterator[BinaryIO]:
     if isinstance(location, Path):
         with location.open("rb") as handle:
             yield handle
         return
-    with urllib.request.urlopen(location, timeout=REQUEST_TIMEOUT_SECONDS) as response:
+    with urllib.request.urlopen(location, timeout=timeout_s) as response:
         yield response
 
 
