@@ -54,6 +54,13 @@ def register(subparsers: Any) -> None:
     )
     _manifest(fetch)
     fetch.add_argument("--quiet", action="store_true", help="print only the summary line, not one line per file")
+    fetch.add_argument(
+        "--per-domain",
+        type=int,
+        metavar="N",
+        help="fetch a subset: the N smallest files of each domain (manifest sizes, ties by path), plus every "
+        "artefact without a domain; its manifest is written to DEST/SOURCES.tsv (read it with --manifest)",
+    )
     fetch.set_defaults(func=cmd_fetch)
 
     probe = actions.add_parser(
@@ -129,12 +136,22 @@ def cmd_list(_args: argparse.Namespace) -> int:
 def cmd_fetch(args: argparse.Namespace) -> int:
     from harness.corpora.fetch import fetch
 
+    manifest: Any = args.manifest
+    subset_text = None
+    if args.per_domain is not None:
+        from harness.corpora.registry import get_source, load_source_manifest
+        from harness.corpora.subset import PerDomain, render, select
+
+        rule = PerDomain(args.per_domain)
+        source = load_source_manifest(get_source(args.name), args.manifest)
+        manifest = select(source, rule)
+        subset_text = render(manifest, source, rule)
     result = fetch(
         args.name,
         args.dest,
         mirror=args.mirror,
         accept_noncommercial=args.accept_noncommercial,
-        manifest=args.manifest,
+        manifest=manifest,
         progress=None if args.quiet else _print_fetched,
     )
     total = len(result.fetched) + len(result.present)
@@ -142,6 +159,11 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         f"{args.name}: {total} artefacts under {result.dest}: {len(result.fetched)} fetched, "
         f"{len(result.present)} already present"
     )
+    if subset_text is not None:
+        from harness.corpora.subset import write_subset_manifest
+
+        written = write_subset_manifest(result.dest, subset_text)
+        print(f"{args.name}: subset manifest {written} (read the folder with --manifest {args.name}={written})")
     return 0
 
 
