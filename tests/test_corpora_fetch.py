@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import urllib.error
 from pathlib import Path
@@ -125,6 +127,24 @@ def test_a_bad_file_leaves_an_existing_dest_byte_for_byte_unchanged(tmp_path):
     assert verify("qmsum", dest, manifest=MANIFEST) == 5
     assert (dest / "notes.txt").read_text(encoding="utf-8") == "mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m", "qmsum"]
+
+
+def test_an_existing_dest_on_another_file_system_is_filled_by_copy_then_rename(tmp_path, monkeypatch):
+    dest = tmp_path / "qmsum"
+    dest.mkdir()
+    real_replace = os.replace
+
+    def replace(src, dst):  # out of the staging folder (beside dest) into dest: as if dest were a mount point
+        if ".qmsum.fetch-" in str(src) and ".qmsum.fetch-" not in str(dst):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(fetch_mod.os, "replace", replace)
+    result = fetch("qmsum", dest, mirror=str(FIXTURE), manifest=MANIFEST)
+    assert result.fetched == tuple(PATHS)
+    assert verify("qmsum", dest, manifest=MANIFEST) == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qmsum"]
+    assert _leftovers(dest) == []
 
 
 def test_artefact_missing_from_the_mirror(tmp_path):

@@ -15,6 +15,7 @@ Licence tiers are enforced here, not by the caller: tier B needs
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import os
@@ -230,7 +231,25 @@ def _commit(staging: Path, dest: Path, paths: list[str]) -> None:
     for path in paths:
         target = dest / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / path, target)
+        _move_into(staging / path, target)
+
+
+def _move_into(source: Path, target: Path) -> None:
+    """Rename; across file systems (``dest`` a mount point or a link elsewhere), copy beside then rename."""
+    try:
+        os.replace(source, target)
+        return
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    os.close(fd)
+    try:
+        shutil.copyfile(source, tmp_name)
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
 
 
 # --------------------------------------------------------------------------- download
