@@ -115,7 +115,7 @@ bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs r
 
 # The methodology's stage-1 table: QMSum retrieval at corpus scope and at the gold-files oracle scope.
 scopes: $(if $(QMSUM_FLAG),$(STATE)/state.json) ## stage-1 scope runs (QMSum at --scope corpus and gold-files) and the QMSum BM25 self-report, into var/bench (for make reproduction)
-	@test -n "$(QMSUM_FLAG)" || { echo "make scopes scores QMSum: fetch it into $(QMSUM) first (docs/corpora.md)"; exit 2; }
+	@test -n "$(QMSUM_FLAG)" || { echo "make scopes scores QMSum: fetch it into $(QMSUM) first (make qmsum; docs/corpora.md)"; exit 2; }
 	for scope in corpus gold-files; do \
 	  $(RAGSWEEP) bench --state $(STATE) --corpus qmsum --scope $$scope --workers $(WORKERS) \
 	    --control-name scope-$$scope --out $(VAR)/bench/scope-$$scope || exit $$?; \
