@@ -15,6 +15,12 @@ VAR ?= var
 SYNTH_FULL := $(VAR)/synthetic/full-$(SEED)
 SYNTH := $(VAR)/synthetic/budget-$(BUDGET)-$(SEED)
 QMSUM ?= $(VAR)/corpora/qmsum
+# Where `make qmsum` (and so `make sweep`) fetches QMSum from: QMSUM_MIRROR (a folder, or an http(s):// or
+# file:// base URL), else the shared mirror beside the checkout when it is there, else upstream (the
+# pinned manifest's URLs). Every file is checked against the pinned sha256 on the way in.
+QMSUM_MIRROR ?=
+QMSUM_SHARED_MIRROR := $(abspath $(CURDIR)/../shared/data/qmsum/mirror)
+QMSUM_SOURCE := $(or $(QMSUM_MIRROR),$(if $(wildcard $(QMSUM_SHARED_MIRROR)/LICENSE),$(QMSUM_SHARED_MIRROR)))
 # QMSum joins the default states once fetched (its LICENSE is there). The set of corpora is part
 # of a state's folder name, so fetching QMSum after a first sweep builds a new state instead of
 # silently reusing the synthetic-only one (and removing it finds the old one again).
@@ -25,7 +31,7 @@ STACK_STATE := $(VAR)/states/stack-$(BUDGET)-$(SEED)$(CORPORA_TAG)
 WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-unit lint sweep sweep-backends state synth bench scopes reproduction baselines-check clean
+.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench scopes reproduction baselines-check clean
 
 include Makefile.stack
 include Makefile.k8s
@@ -66,14 +72,32 @@ $(STATE)/state.json: $(SYNTH)/corpus.json
 
 state: $(STATE)/state.json ## build the default corpus state (synthetic, plus QMSum when fetched into var/corpora/qmsum: a -qmsum state)
 
-# EXECUTOR=k8s needs only the corpora: the release's injector builds the state in the cluster.
-sweep: $(if $(filter k8s,$(EXECUTOR)),$(SYNTH)/corpus.json,$(STATE)/state.json) ## run the ARMS family (fusion|budget|pool|diversity|embedding|all) over the default state and collect (EXECUTOR=k8s: see docs/kubernetes.md)
+# Offline with no mirror, QMSum is not fetched: one line says why and the sweep goes on single-corpus.
+# Already fetched and intact, nothing is read from anywhere.
+qmsum: | $(STAMP) ## fetch QMSum into var/corpora/qmsum, sha256-checked: from QMSUM_MIRROR, else ../shared/data/qmsum/mirror, else upstream
+ifneq ($(QMSUM_SOURCE),)
+	$(RAGSWEEP) corpus fetch qmsum --dest $(QMSUM) --mirror $(QMSUM_SOURCE) --quiet
+else
+	@if $(RAGSWEEP) corpus verify qmsum --dest $(QMSUM) >/dev/null 2>&1; then echo "qmsum: $(QMSUM) verified"; \
+	elif why=$$($(RAGSWEEP) corpus probe qmsum); then $(RAGSWEEP) corpus fetch qmsum --dest $(QMSUM) --quiet; \
+	elif test -e $(QMSUM)/LICENSE; then $(RAGSWEEP) corpus verify qmsum --dest $(QMSUM); \
+	else echo "qmsum: not fetched (no QMSUM_MIRROR, no ../shared/data/qmsum/mirror, $${why#qmsum: }): this sweep is single-corpus"; fi
+endif
+
+# EXECUTOR=k8s needs only the corpora: the release's injector builds the state in the cluster. The local
+# executor fetches QMSum first, then a second make picks the state: STATE is read when a make starts,
+# so only a make started after the fetch sees whether QMSum is there (a -qmsum state or not).
+sweep: $(if $(filter k8s,$(EXECUTOR)),$(SYNTH)/corpus.json) ## run the ARMS family (fusion|budget|pool|diversity|embedding|all) over the default state and collect; local: fetches QMSum first (EXECUTOR=k8s: see docs/kubernetes.md)
 ifeq ($(EXECUTOR),k8s)
 	$(MAKE) k8s-up
 	$(MAKE) sweep-k8s ARMS=$(ARMS) CORPORA=$(SYNTH)
 else
-	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor local --workers $(WORKERS) --out $(VAR) $(if $(RERANKER),--reranker $(RERANKER))
+	@$(MAKE) --no-print-directory qmsum
+	@$(MAKE) --no-print-directory sweep-local
 endif
+
+sweep-local: $(STATE)/state.json ## what `make sweep` runs after `make qmsum`: ARMS over the default state as the corpora are now
+	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor local --workers $(WORKERS) --out $(VAR) $(if $(RERANKER),--reranker $(RERANKER))
 
 $(STACK_STATE)/state.json: $(SYNTH)/corpus.json
 	$(WITH_STACK_ENV) $(RAGSWEEP) state build --backend stack --corpus synthetic=$(SYNTH) $(QMSUM_FLAG) --out $(STACK_STATE) --force
@@ -91,7 +115,7 @@ bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs r
 
 # The methodology's stage-1 table: QMSum retrieval at corpus scope and at the gold-files oracle scope.
 scopes: $(if $(QMSUM_FLAG),$(STATE)/state.json) ## stage-1 scope runs (QMSum at --scope corpus and gold-files) and the QMSum BM25 self-report, into var/bench (for make reproduction)
-	@test -n "$(QMSUM_FLAG)" || { echo "make scopes scores QMSum: fetch it into $(QMSUM) first (docs/corpora.md)"; exit 2; }
+	@test -n "$(QMSUM_FLAG)" || { echo "make scopes scores QMSum: fetch it into $(QMSUM) first (make qmsum; docs/corpora.md)"; exit 2; }
 	for scope in corpus gold-files; do \
 	  $(RAGSWEEP) bench --state $(STATE) --corpus qmsum --scope $$scope --workers $(WORKERS) \
 	    --control-name scope-$$scope --out $(VAR)/bench/scope-$$scope || exit $$?; \

@@ -219,3 +219,33 @@ def test_make_sweep_builds_a_new_state_once_qmsum_is_fetched(tmp_path: Path) -> 
     assert (f"state build --corpus synthetic={var}/synthetic/budget-5-7 --corpus qmsum={var}/corpora/qmsum "
             f"--out {var}/states/default-5-7-qmsum --force") in second
     assert f"sweep run --state {var}/states/default-5-7-qmsum " in second
+
+
+# --- corpus fetch from a mirror holding a file that is not the pinned one -----------------------------------
+
+QMSUM_FIXTURE = REPO_ROOT / "tests" / "fixtures" / "qmsum"
+
+
+@pytest.mark.parametrize("dest_exists", [False, True], ids=["new dest", "existing dest"])
+def test_a_tampered_mirror_file_is_refused_and_nothing_is_fetched(dest_exists: bool, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Every file before the tampered one is good; none of them reaches --dest (issue 13)."""
+    manifest = QMSUM_FIXTURE / "SOURCES.tsv"
+    mirror = tmp_path / "mirror"
+    shutil.copytree(QMSUM_FIXTURE, mirror)
+    tampered = "data/ALL/val/parks_3.json"  # the last meeting file of the manifest
+    data = (mirror / tampered).read_bytes().replace(b"{", b"[", 1)
+    (mirror / tampered).write_bytes(data)
+    dest = tmp_path / "qmsum"
+    if dest_exists:
+        dest.mkdir()
+        (dest / "LICENSE").write_bytes((QMSUM_FIXTURE / "LICENSE").read_bytes())
+    before = {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*")}
+    pinned = next(line.split("\t")[2] for line in manifest.read_text().splitlines() if line.startswith(tampered))
+    argv = ["corpus", "fetch", "qmsum", "--dest", str(dest), "--mirror", mirror.as_uri(), "--manifest", str(manifest)]
+    assert main(argv) == EXIT_INTEGRITY
+    assert _one_line_error(capsys) == (
+        f"ragsweep: error: {tampered}: sha256 mismatch for {mirror.as_uri()}/{tampered}: expected {pinned}, "
+        f"got {hashlib.sha256(data).hexdigest()}; nothing was written to {dest}")
+    assert {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*")} == before
+    assert dest.exists() is dest_exists

@@ -103,6 +103,36 @@ def test_fetch_checksum_mismatch_exits_5(capsys, tmp_path):
     assert "LICENSE: sha256 mismatch" in err
 
 
+def test_fetch_quiet_prints_only_the_summary(capsys, tmp_path):
+    argv = ["corpus", "fetch", "qmsum", "--dest", str(tmp_path / "q"), "--mirror", str(FIXTURE), "--manifest",
+            MANIFEST, "--quiet"]
+    code, out, err = run(capsys, *argv)
+    assert (code, err) == (0, "")
+    assert out == f"qmsum: 5 artefacts under {tmp_path / 'q'}: 5 fetched, 0 already present\n"
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_probe_says_yes_or_no_in_one_line(capsys, tmp_path):
+    first = "data/ALL/test/Bfx002.json"
+    code, out, err = run(capsys, "corpus", "probe", "qmsum", "--mirror", FIXTURE.as_uri(), "--manifest", MANIFEST)
+    assert (code, out, err) == (0, f"qmsum: mirror reachable at {FIXTURE.as_uri()}/{first}\n", "")
+    code, out, err = run(capsys, "corpus", "probe", "qmsum", "--mirror", str(tmp_path), "--manifest", MANIFEST)
+    assert (code, err) == (5, "")
+    assert out == f"qmsum: mirror unreachable: No such file or directory at {tmp_path}/{first}\n"
+    port = _closed_port()
+    code, out, err = run(capsys, "corpus", "probe", "qmsum", "--mirror", f"http://127.0.0.1:{port}/q",
+                         "--manifest", MANIFEST, "--timeout", "2")
+    assert (code, err) == (5, "")
+    assert out == f"qmsum: mirror unreachable: [Errno 111] Connection refused at http://127.0.0.1:{port}/q/{first}\n"
+
+
 def test_tier_b_without_acknowledgement_exits_6(capsys, tmp_path):
     code, _, err = run(capsys, "corpus", "fetch", "meetingbank", "--dest", str(tmp_path / "mb"))
     assert code == 6

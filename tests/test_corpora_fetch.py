@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import urllib.error
 from pathlib import Path
@@ -82,7 +84,66 @@ def test_checksum_mismatch_keeps_nothing_and_names_path_expected_and_got(tmp_pat
         import hashlib
 
         assert f"expected {expected.sha256}, got {hashlib.sha256(altered).hexdigest()}" in message
-    assert not (dest / FIRST).exists()
+    assert message.endswith(f"; nothing was written to {dest}")
+    assert not dest.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mirror"]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() if p.is_file() else b"/"
+            for p in sorted(root.rglob("*"))}
+
+
+LAST = PATHS[-2]  # the last meeting file: every other one is fetched (and verified) before it
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["dest", "dest-under-new-folders"])
+def test_a_bad_file_after_good_ones_writes_no_dest_at_all(tmp_path, nested):
+    mirror = _mirror_copy(tmp_path)
+    (mirror / LAST).write_bytes((mirror / LAST).read_bytes().replace(b"{", b"[", 1))
+    dest = tmp_path / "new" / "deeper" / "qmsum" if nested else tmp_path / "qmsum"
+    before = _tree(tmp_path)
+    seen: list[str] = []
+    with pytest.raises(IntegrityError, match=rf"^{LAST}: sha256 mismatch .*; nothing was written to {dest}$"):
+        fetch("qmsum", dest, mirror=mirror.as_uri(), manifest=MANIFEST, progress=lambda p, _s: seen.append(p))
+    assert seen == PATHS[: PATHS.index(LAST)]  # the good ones were fetched, then thrown away with the rest
+    assert _tree(tmp_path) == before  # no dest, no created parent, no staging folder, no .part
+
+
+def test_a_bad_file_leaves_an_existing_dest_byte_for_byte_unchanged(tmp_path):
+    dest = tmp_path / "qmsum"
+    fetch("qmsum", dest, mirror=str(FIXTURE), manifest=MANIFEST)
+    (dest / FIRST).write_text("{}", encoding="utf-8")  # one damaged file: to be repaired ...
+    (dest / "LICENSE").unlink()  # ... and one missing
+    (dest / "notes.txt").write_text("mine\n", encoding="utf-8")
+    mirror = _mirror_copy(tmp_path / "m")
+    (mirror / "LICENSE").write_bytes(b"x" * 293)  # ... but the mirror's LICENSE is not the pinned one
+    before = _tree(tmp_path)
+    with pytest.raises(IntegrityError, match=r"^LICENSE: sha256 mismatch"):
+        fetch("qmsum", dest, mirror=str(mirror), manifest=MANIFEST)
+    assert _tree(tmp_path) == before  # FIRST not repaired either: nothing is committed unless everything is
+    result = fetch("qmsum", dest, mirror=str(FIXTURE), manifest=MANIFEST)
+    assert result.fetched == (FIRST, "LICENSE")
+    assert verify("qmsum", dest, manifest=MANIFEST) == 5
+    assert (dest / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m", "qmsum"]
+
+
+def test_an_existing_dest_on_another_file_system_is_filled_by_copy_then_rename(tmp_path, monkeypatch):
+    dest = tmp_path / "qmsum"
+    dest.mkdir()
+    real_replace = os.replace
+
+    def replace(src, dst):  # out of the staging folder (beside dest) into dest: as if dest were a mount point
+        if ".qmsum.fetch-" in str(src) and ".qmsum.fetch-" not in str(dst):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(fetch_mod.os, "replace", replace)
+    result = fetch("qmsum", dest, mirror=str(FIXTURE), manifest=MANIFEST)
+    assert result.fetched == tuple(PATHS)
+    assert verify("qmsum", dest, manifest=MANIFEST) == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qmsum"]
     assert _leftovers(dest) == []
 
 
@@ -167,7 +228,7 @@ def test_not_enough_free_space_refuses_before_writing(tmp_path, monkeypatch):
     dest = tmp_path / "qmsum"
     with pytest.raises(UsageError, match=r"5 artefacts need \d+ bytes and 10 are free"):
         fetch("qmsum", dest, mirror=str(FIXTURE), manifest=MANIFEST)
-    assert list(dest.iterdir()) == []
+    assert not dest.exists()
 
 
 class _Flaky:

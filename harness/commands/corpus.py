@@ -53,7 +53,25 @@ def register(subparsers: Any) -> None:
         help="acknowledge a tier B (non-commercial) licence: internal use only, never published",
     )
     _manifest(fetch)
+    fetch.add_argument("--quiet", action="store_true", help="print only the summary line, not one line per file")
+    fetch.add_argument(
+        "--per-domain",
+        type=int,
+        metavar="N",
+        help="fetch a subset: the N smallest files of each domain (manifest sizes, ties by path), plus every "
+        "artefact without a domain; its manifest is written to DEST/SOURCES.tsv (read it with --manifest)",
+    )
     fetch.set_defaults(func=cmd_fetch)
+
+    probe = actions.add_parser(
+        "probe",
+        help="can NAME be fetched now? one read of its first artefact, upstream or --mirror (exit 0 yes, 5 no)",
+    )
+    probe.add_argument("name", metavar="NAME")
+    probe.add_argument("--mirror", metavar="URL", help="probe this mirror instead of upstream")
+    probe.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds to wait (default 5)")
+    _manifest(probe)
+    probe.set_defaults(func=cmd_probe)
 
     verify = actions.add_parser("verify", help="offline: every artefact present with its size and sha256")
     verify.add_argument("name", metavar="NAME")
@@ -118,20 +136,49 @@ def cmd_list(_args: argparse.Namespace) -> int:
 def cmd_fetch(args: argparse.Namespace) -> int:
     from harness.corpora.fetch import fetch
 
+    manifest: Any = args.manifest
+    subset_text = None
+    if args.per_domain is not None:
+        from harness.corpora.registry import get_source, load_source_manifest
+        from harness.corpora.subset import PerDomain, render, select
+
+        rule = PerDomain(args.per_domain)
+        source = load_source_manifest(get_source(args.name), args.manifest)
+        manifest = select(source, rule)
+        subset_text = render(manifest, source, rule)
     result = fetch(
         args.name,
         args.dest,
         mirror=args.mirror,
         accept_noncommercial=args.accept_noncommercial,
-        manifest=args.manifest,
-        progress=_print_fetched,
+        manifest=manifest,
+        progress=None if args.quiet else _print_fetched,
     )
     total = len(result.fetched) + len(result.present)
     print(
         f"{args.name}: {total} artefacts under {result.dest}: {len(result.fetched)} fetched, "
         f"{len(result.present)} already present"
     )
+    if subset_text is not None:
+        from harness.corpora.subset import write_subset_manifest
+
+        written = write_subset_manifest(result.dest, subset_text)
+        print(f"{args.name}: subset manifest {written} (read the folder with --manifest {args.name}={written})")
     return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """One line on stdout either way: probing is a question, so "no" is an answer, not an error message."""
+    from harness.corpora.fetch import probe
+    from harness.errors import EXIT_INTEGRITY
+
+    where = "mirror" if args.mirror else "upstream"
+    location, reason = probe(args.name, args.mirror, manifest=args.manifest, timeout_s=args.timeout)
+    if reason is None:
+        print(f"{args.name}: {where} reachable at {location}")
+        return 0
+    print(f"{args.name}: {where} unreachable: {reason} at {location}")
+    return EXIT_INTEGRITY
 
 
 def _print_fetched(path: str, status: str) -> None:

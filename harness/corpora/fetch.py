@@ -1,9 +1,11 @@
 """Fetch a registered corpus's artefacts, and verify them offline.
 
-Every artefact is streamed through sha256 into a temporary file beside its target and
-renamed into place only when the hash matches, so ``dest`` never holds a partial or
-unverified file under an artefact's name. Free space is checked before the first byte
-is written. Network errors that can be transient (timeouts, resets, 5xx, 429) are retried
+Every missing artefact is streamed through sha256 into a staging folder beside ``dest``
+(a hidden sibling, so on the same file system) and the fetch is committed only when every
+one of them matched: then the staging folder becomes ``dest`` (one rename when ``dest`` did
+not exist) or its files are moved in. A mismatch anywhere leaves ``dest`` exactly as it was
+(absent, or unchanged) and removes the staging folder. Free space is checked before the
+first byte is written. Network errors that can be transient (timeouts, resets, 5xx, 429) are retried
 with capped exponential backoff and a total deadline; ``file://`` URLs and plain local
 mirror folders are read once.
 
@@ -13,9 +15,11 @@ Licence tiers are enforced here, not by the caller: tier B needs
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -39,6 +43,7 @@ RETRY_BASE_SECONDS = 1.0
 RETRY_CAP_SECONDS = 8.0
 RETRY_DEADLINE_SECONDS = 60.0
 REQUEST_TIMEOUT_SECONDS = 30.0
+PROBE_TIMEOUT_SECONDS = 5.0
 _TRANSIENT_HTTP = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 # Indirections so tests can observe backoff without waiting for it.
@@ -98,25 +103,45 @@ def fetch(
     check_licence(source, accept_noncommercial)
     pinned = load_source_manifest(source, manifest)
     dest = corpus_folder(dest)
-    dest.mkdir(parents=True, exist_ok=True)
 
-    present = [a for a in pinned.artefacts if check_artefact(dest, a) is None]
+    present = [a for a in pinned.artefacts if dest.is_dir() and check_artefact(dest, a) is None]
     present_paths = {a.path for a in present}
     missing = [a for a in pinned.artefacts if a.path not in present_paths]
     locations = {a.path: _location(pinned, a, mirror) for a in missing}
-    _check_free_space(dest, missing)
+    anchor = _existing_ancestor(dest)
+    _check_free_space(anchor, missing)
 
-    fetched: list[str] = []
-    for artefact in pinned.artefacts:
-        if artefact.path in present_paths:
-            if progress is not None:
-                progress(artefact.path, "present")
-            continue
-        _fetch_one(locations[artefact.path], dest / artefact.path, artefact)
-        fetched.append(artefact.path)
-        if progress is not None:
-            progress(artefact.path, "fetched")
-    return FetchResult(dest=dest, fetched=tuple(fetched), present=tuple(a.path for a in present))
+    if progress is not None:
+        for artefact in present:
+            progress(artefact.path, "present")
+    if missing:
+        with _staging(anchor, dest) as staging:
+            for artefact in missing:
+                _fetch_one(locations[artefact.path], staging / artefact.path, artefact, dest)
+                if progress is not None:
+                    progress(artefact.path, "fetched")
+            _commit(staging, dest, [a.path for a in missing])
+    return FetchResult(dest=dest, fetched=tuple(a.path for a in missing), present=tuple(a.path for a in present))
+
+
+def probe(
+    name: str, mirror: str | None = None, *, manifest: ManifestArg = None, timeout_s: float = PROBE_TIMEOUT_SECONDS
+) -> tuple[str, str | None]:
+    """Can the corpus be fetched from here? Reads one byte of its first artefact, once, within ``timeout_s``.
+
+    Returns (location, None) when it can, (location, reason) when it cannot. No retries: this
+    answers "is upstream (or the mirror) reachable now", e.g. before deciding a sweep is single-corpus.
+    """
+    source = get_source(name)
+    pinned = load_source_manifest(source, manifest)
+    location = _location(pinned, pinned.artefacts[0], mirror)
+    try:
+        with _open(location, timeout_s) as stream:
+            stream.read(1)
+    except (OSError, http.client.HTTPException) as e:
+        local = e.strerror if isinstance(e, OSError) and e.filename else None  # the path is said once, after
+        return str(location), str(getattr(e, "reason", None) or local or e)
+    return str(location), None
 
 
 def list_problems(name: str, dest: Path, *, manifest: ManifestArg = None) -> tuple[Manifest, list[Problem]]:
@@ -154,25 +179,77 @@ def _is_remote(location: str | Path) -> bool:
 
 
 @contextmanager
-def _open(location: str | Path) -> Iterator[BinaryIO]:
+def _open(location: str | Path, timeout_s: float = REQUEST_TIMEOUT_SECONDS) -> Iterator[BinaryIO]:
     if isinstance(location, Path):
         with location.open("rb") as handle:
             yield handle
         return
-    with urllib.request.urlopen(location, timeout=REQUEST_TIMEOUT_SECONDS) as response:
+    with urllib.request.urlopen(location, timeout=timeout_s) as response:
         yield response
 
 
-def _check_free_space(dest: Path, missing: list[Artefact]) -> None:
+def _existing_ancestor(dest: Path) -> Path:
+    """The nearest folder above ``dest`` that exists: where staging happens, on dest's file system."""
+    folder = dest.absolute().parent
+    while not folder.is_dir():
+        folder = folder.parent
+    return folder
+
+
+def _check_free_space(folder: Path, missing: list[Artefact]) -> None:
     needed = sum(a.size for a in missing)
     if not needed:
         return
-    free = shutil.disk_usage(dest).free
+    free = shutil.disk_usage(folder).free
     if free < needed:
         raise UsageError(
-            f"not enough free space under {dest}: {len(missing)} artefacts need {needed} bytes and "
+            f"not enough free space under {folder}: {len(missing)} artefacts need {needed} bytes and "
             f"{free} are free; free some space or choose another --dest"
         )
+
+
+# --------------------------------------------------------------------------- staging
+
+
+@contextmanager
+def _staging(anchor: Path, dest: Path) -> Iterator[Path]:
+    """A fresh hidden folder in ``anchor``, removed on the way out (if it was not renamed to dest)."""
+    staging = anchor / f".{dest.name}.fetch-{secrets.token_hex(4)}"
+    staging.mkdir()
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _commit(staging: Path, dest: Path, paths: list[str]) -> None:
+    """Every staged artefact verified: make ``staging`` the corpus folder, or move its files into it."""
+    if not dest.exists():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging, dest)
+        return
+    for path in paths:
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _move_into(staging / path, target)
+
+
+def _move_into(source: Path, target: Path) -> None:
+    """Rename; across file systems (``dest`` a mount point or a link elsewhere), copy beside then rename."""
+    try:
+        os.replace(source, target)
+        return
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    os.close(fd)
+    try:
+        shutil.copyfile(source, tmp_name)
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
 
 
 # --------------------------------------------------------------------------- download
@@ -186,7 +263,9 @@ def _is_transient(error: BaseException) -> bool:
     )
 
 
-def _fetch_one(location: str | Path, target: Path, artefact: Artefact) -> None:
+def _fetch_one(location: str | Path, target: Path, artefact: Artefact, dest: Path) -> None:
+    """Download one artefact to ``target`` (in the staging folder); errors say ``dest`` was left alone."""
+    untouched = f"nothing was written to {dest}"
     retry = _is_remote(location)
     try:
         call_with_retries(
@@ -206,11 +285,13 @@ def _fetch_one(location: str | Path, target: Path, artefact: Artefact) -> None:
         reason = getattr(e, "reason", None) or e
         raise IntegrityError(
             f"{artefact.path}: download from {location} failed after {gave_up.last_attempt.attempt_number} "
-            f"attempts: {reason}"
+            f"attempts: {reason}; {untouched}"
         ) from e
+    except IntegrityError as e:
+        raise IntegrityError(f"{e}; {untouched}") from e
     except (OSError, http.client.HTTPException) as e:
         reason = getattr(e, "reason", None) or e
-        raise IntegrityError(f"{artefact.path}: cannot read {location}: {reason}") from e
+        raise IntegrityError(f"{artefact.path}: cannot read {location}: {reason}; {untouched}") from e
 
 
 def _download(location: str | Path, target: Path, artefact: Artefact) -> None:
@@ -226,8 +307,7 @@ def _download(location: str | Path, target: Path, artefact: Artefact) -> None:
                 size += len(block)
                 if size > artefact.size:
                     raise IntegrityError(
-                        f"{artefact.path}: {location} is larger than the manifest's {artefact.size} bytes; "
-                        "the file was not kept"
+                        f"{artefact.path}: {location} is larger than the manifest's {artefact.size} bytes"
                     )
                 digest.update(block)
                 out.write(block)
@@ -236,8 +316,7 @@ def _download(location: str | Path, target: Path, artefact: Artefact) -> None:
         got = digest.hexdigest()
         if got != artefact.sha256:
             raise IntegrityError(
-                f"{artefact.path}: sha256 mismatch for {location}: expected {artefact.sha256}, got {got}; "
-                "the file was not kept"
+                f"{artefact.path}: sha256 mismatch for {location}: expected {artefact.sha256}, got {got}"
             )
         os.replace(tmp, target)
     except BaseException:
