@@ -112,10 +112,10 @@ while :; do
   esac
   ((SECONDS - injector_started < 7200)) || die "the injector Job did not finish within 2 h" 1
   if (((SECONDS - injector_started) % 60 < 10)); then
-    # progress bars redraw with \r: the newest redraw of the last lines is the progress
-    last=$(kubectl -n "$NAMESPACE" logs -l "$selector" --all-containers --tail 5 2>/dev/null \
+    # build-state (an init container) does the work; progress bars redraw with \r
+    last=$(kubectl -n "$NAMESPACE" logs -l "$selector" -c build-state --tail 5 2>/dev/null \
       | tr '\r' '\n' | grep -v '^[[:space:]]*$' | tail -n 1 | cut -c1-160 || true)
-    say "  injector: ${last:-starting}"
+    say "  injector: ${last:-no output from build-state yet}"
   fi
   sleep 10
 done
