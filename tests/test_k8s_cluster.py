@@ -10,6 +10,8 @@ the Celery workers into the release's OpenSearch and PostgreSQL; the arms run as
 Faults are made for real: a running arm container's process is killed with SIGKILL on the
 node, an arm runs with a memory limit too small for it (the kernel's OOM killer ends it), the
 object store's pod is deleted while arms publish, and an arm's image digest does not exist.
+The chart's NetworkPolicies are enforced on the node (kube-network-policies): a probe pod labelled
+as a component the policies do not admit times out, and with enforcement off the same probe connects.
 
 `make test-k8s` runs this file (RAGSWEEP_K8S_CLUSTER=1). Everywhere else it skips with one line:
 what is missing (the node's binaries, the images), or that `make test-k8s` runs it.
@@ -214,6 +216,110 @@ def test_every_pod_runs_in_a_container_from_a_pinned_digest(release: Release) ->
             assert "@sha256:" in container["image"], (pod["metadata"]["name"], container["image"])
             assert container["securityContext"]["readOnlyRootFilesystem"] is True
             assert container["securityContext"]["runAsNonRoot"] is True
+
+
+# What a probe pod runs: resolve (DNS is open to every pod of the release), then connect. A drop
+# by the policy enforcer is a timeout (nothing answers), a refusal would be a reset: distinct exits.
+_PROBE = """
+import socket, sys
+host, port, tries = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+address = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_STREAM)[0][4]
+for attempt in range(tries):
+    try:
+        socket.create_connection(address, timeout=6).close()
+    except socket.timeout:
+        print("timeout", address, flush=True)
+        continue
+    except OSError as e:
+        print("error", address, e, flush=True)
+        sys.exit(4)
+    print("connected", address, "attempt", attempt + 1, flush=True)
+    sys.exit(0)
+sys.exit(3)
+"""
+
+
+def _probe(release: Release, component: str, host: str, port: int, tries: int) -> tuple[int, str]:
+    """A one-shot pod of the release labelled as COMPONENT (the worker's image and security
+    context) connects to HOST:PORT; its exit code (0 connected, 3 timed out every try) and log."""
+    worker = release.core.list_namespaced_pod(
+        release.namespace, label_selector=f"app.kubernetes.io/instance={RELEASE},"
+                                          "app.kubernetes.io/component=worker-cpu").items[0]
+    container = worker.spec.containers[0]
+    name = f"probe-{component}-{uuid.uuid4().hex[:5]}"
+    pod = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/instance": RELEASE,
+                                              "app.kubernetes.io/component": component}},
+        "spec": {
+            "restartPolicy": "Never", "automountServiceAccountToken": False,
+            "securityContext": release.core.api_client.sanitize_for_serialization(worker.spec.security_context),
+            "containers": [{
+                "name": "probe", "image": container.image,
+                "command": ["python3", "-c", _PROBE, host, str(port), str(tries)],
+                "securityContext": release.core.api_client.sanitize_for_serialization(container.security_context),
+                "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
+                              "limits": {"cpu": "200m", "memory": "128Mi"}},
+            }],
+        },
+    }
+    release.core.create_namespaced_pod(release.namespace, pod)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        phase = release.core.read_namespaced_pod(name, release.namespace).status.phase
+        if phase in ("Succeeded", "Failed"):
+            break
+        time.sleep(1)
+    status = release.core.read_namespaced_pod(name, release.namespace).status
+    log = release.core.read_namespaced_pod_log(name, release.namespace)
+    release.core.delete_namespaced_pod(name, release.namespace, grace_period_seconds=0)
+    terminated = (status.container_statuses or [None])[0]
+    assert terminated is not None and terminated.state.terminated is not None, f"{name} did not finish: {status.phase}"
+    return terminated.state.terminated.exit_code, log.strip()
+
+
+def _dropped_packets() -> float:
+    """kube-network-policies' own count of packets it dropped (its metrics on the node)."""
+    import urllib.request
+
+    with urllib.request.urlopen("http://127.0.0.1:9080/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("kube_network_policies_packet_count{") and 'verdict="drop"' in line)
+
+
+def test_network_policies_are_enforced_and_the_check_can_fail(release: Release) -> None:
+    """The chart's policies on the node: PostgreSQL admits the injector and not the collector
+    (the collector's only peer is the object store). Then the negative control: with the
+    enforcer's hook removed, the collector's connection succeeds, so this test would catch an
+    enforcer that is up but judges nothing (kube-network-policies' own nftables dataplane is one
+    on this kernel)."""
+    cluster_sh = ["bash", str(ROOT / "stack" / "k8s" / "cluster.sh")]
+    status = subprocess.run([*cluster_sh, "status"], capture_output=True, text=True, timeout=60).stdout
+    assert "enforcing" in status, status
+    postgresql = (f"{RELEASE}-postgresql", 5432)
+    dropped = _dropped_packets()
+    allowed, log = _probe(release, "injector", *postgresql, tries=3)
+    print(f"\ninjector -> postgresql: exit {allowed}: {log}", file=sys.stderr)
+    assert allowed == 0, log
+    denied, log = _probe(release, "collector", *postgresql, tries=2)
+    print(f"collector -> postgresql: exit {denied}: {log}", file=sys.stderr)
+    assert denied == 3, log  # timed out every try: dropped, not refused
+    assert _dropped_packets() > dropped
+    object_store, log = _probe(release, "collector", f"{RELEASE}-object-store", 9000, tries=3)
+    print(f"collector -> object store: exit {object_store}: {log}", file=sys.stderr)
+    assert object_store == 0, log
+    try:
+        off = subprocess.run([*cluster_sh, "up"], env={**os.environ, "RAGSWEEP_CLUSTER_NETWORK_POLICY": "off"},
+                             capture_output=True, text=True, timeout=300)
+        assert off.returncode == 0, off.stderr[-2000:]
+        unenforced, log = _probe(release, "collector", *postgresql, tries=1)
+        print(f"collector -> postgresql, enforcement off: exit {unenforced}: {log}", file=sys.stderr)
+        assert unenforced == 0, log
+    finally:
+        on = subprocess.run([*cluster_sh, "up"], capture_output=True, text=True, timeout=300)
+    assert on.returncode == 0, on.stderr[-2000:]
+    assert "enforcing" in subprocess.run([*cluster_sh, "status"], capture_output=True, text=True, timeout=60).stdout
 
 
 def _in_thread(result: dict[str, Any], run: Any) -> threading.Thread:

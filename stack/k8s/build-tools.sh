@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the Kubernetes test bed's binaries into var/tools/bin from the Go module proxy:
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy (k8s.io/kubernetes),
-# etcd, kwok, the distribution registry and CoreDNS.
+# etcd, kwok, the distribution registry, CoreDNS and the NetworkPolicy enforcer (kube-network-policies).
 # Only missing binaries are built (about 35 minutes cold on 2 cores; the module cache keeps
 # the sources). FORCE=1 rebuilds all. Versions: stack/k8s/versions.env.
 set -euo pipefail
@@ -37,6 +37,8 @@ grep -q "k8s.io/kubernetes $KUBERNETES_VERSION" "$K8S_SRC/testbed/kube/go.mod" \
   || { log "stack/k8s/testbed/kube/go.mod does not require k8s.io/kubernetes $KUBERNETES_VERSION; update it (go get + go mod tidy)"; exit 2; }
 grep -q "go.etcd.io/etcd/server/v3 $ETCD_VERSION" "$K8S_SRC/testbed/etcd/go.mod" \
   || { log "stack/k8s/testbed/etcd/go.mod does not require etcd $ETCD_VERSION; update it"; exit 2; }
+grep -q "sigs.k8s.io/kube-network-policies $KUBE_NETWORK_POLICIES_VERSION" "$K8S_SRC/testbed/netpol/go.mod" \
+  || { log "stack/k8s/testbed/netpol/go.mod does not require kube-network-policies $KUBE_NETWORK_POLICIES_VERSION; update it"; exit 2; }
 
 for t in apiserver controller-manager scheduler; do
   if want "kube-$t"; then build_wrapper kube "$t" "kube-$t" "$kube_ldflags"; fi
@@ -45,6 +47,9 @@ done
 if want kubelet; then build_wrapper kube kubelet kubelet "$kube_ldflags"; fi
 if want kube-proxy; then build_wrapper kube proxy kube-proxy "$kube_ldflags"; fi
 if want etcd; then build_wrapper etcd . etcd; fi
+# NetworkPolicy enforcement on the node (cluster.sh): kube-network-policies' controller run as a host
+# process (testbed/netpol/main.go adds --kubeconfig); static, like upstream's own build.
+if want kube-network-policies; then CGO_ENABLED=0 build_wrapper netpol . kube-network-policies; fi
 # The node's image registry (stack/registry.sh) and cluster DNS (stack/k8s/cluster-addons.yaml):
 # plain go install of pinned module versions; CoreDNS static, it runs FROM scratch.
 if want registry; then
@@ -59,7 +64,7 @@ if want kwok; then
   log "building kwok $KWOK_VERSION (go install)"
   GOBIN="$BIN" go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 fi
-for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd kwok registry coredns; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd kwok registry coredns kube-network-policies; do
   [[ -x $BIN/$b ]] || { log "$BIN/$b missing after the build"; exit 1; }
 done
 log "all in $BIN: $("$BIN/kube-apiserver" --version), etcd $("$BIN/etcd" --version | sed -n 's/^etcd Version: //p'), $("$BIN/kwok" --version | cut -d' ' -f1-3)"

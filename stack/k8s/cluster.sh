@@ -2,8 +2,9 @@
 # A single-node Kubernetes cluster on this machine, for real: etcd, kube-apiserver,
 # kube-controller-manager and kube-scheduler (as the kwok test bed), plus a real node:
 # containerd + runc (Debian), the bridge/host-local/portmap CNI plugins (Debian), kubelet and
-# kube-proxy (built from k8s.io/kubernetes by stack/k8s/build-tools.sh), CoreDNS and local
-# PersistentVolumes. Images come from the loopback registry (make images).
+# kube-proxy (built from k8s.io/kubernetes by stack/k8s/build-tools.sh), CoreDNS, local
+# PersistentVolumes and NetworkPolicy enforcement (kube-network-policies' controller on an
+# iptables NFQUEUE hook; see start_netpol). Images come from the loopback registry (make images).
 #
 #   stack/k8s/cluster.sh up       start what is not running; returns once the node is Ready
 #                                 and cluster DNS answers (idempotent)
@@ -15,6 +16,8 @@
 # KUBECONFIG=var/cluster/kubeconfig. The API server and the kubelet listen on the node address
 # 10.243.0.1 (RAGSWEEP_CLUSTER_ADDRESS, on an interface of its own on this host) so that pods reach the
 # API server through the kubernetes Service; pods get 10.244.0.0/24, Services 10.96.0.0/16.
+# RAGSWEEP_CLUSTER_NETWORK_POLICY=off starts the node without the enforcer (policies are then
+# admitted but not enforced, as with the bridge CNI alone; `up` and `status` say so).
 # Exit codes: 0 ok, 1 a component failed (the message names it and its log), 2 a missing tool.
 set -euo pipefail
 export RAGSWEEP_K8S_DIR="${RAGSWEEP_CLUSTER_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/var/cluster}"
@@ -34,6 +37,12 @@ CLUSTER_DNS=10.96.0.10
 DUMMY_IF=ragsweep0
 CNI_BIN=${RAGSWEEP_CNI_BIN:-/usr/lib/cni}
 NODE_TIMEOUT=${RAGSWEEP_CLUSTER_TIMEOUT:-180}
+NETWORK_POLICY=${RAGSWEEP_CLUSTER_NETWORK_POLICY:-on}
+[[ $NETWORK_POLICY == on || $NETWORK_POLICY == off ]] \
+  || { echo "cluster: RAGSWEEP_CLUSTER_NETWORK_POLICY must be on or off, not '$NETWORK_POLICY'" >&2; exit 2; }
+NETPOL_QUEUE=${RAGSWEEP_CLUSTER_NETPOL_QUEUE:-100}
+NETPOL_METRICS_PORT=${RAGSWEEP_CLUSTER_NETPOL_METRICS_PORT:-9080}
+NETPOL_CHAIN=RAGSWEEP-NETPOL
 
 k8s_defaults
 K8S_TIMEOUT=$NODE_TIMEOUT
@@ -73,8 +82,13 @@ keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
 subjectAltName=IP:$K8S_ADDRESS,DNS:$NODE_NAME"
   chmod 0600 "$K8S_PKI"/*.key
+  k8s_cert kube-network-policies "/CN=system:kube-network-policies" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+  chmod 0600 "$K8S_PKI"/*.key
   node_kubeconfig kubelet "node-$NODE_NAME"
   node_kubeconfig kube-proxy kube-proxy
+  node_kubeconfig kube-network-policies kube-network-policies
 }
 
 host_network() {
@@ -235,6 +249,58 @@ EOF
   k8s_start kube-proxy 10256 --config "$K8S_DIR/kube-proxy-config.yaml" --v=1
 }
 
+# ---------------------------------------------------------------- NetworkPolicy enforcement
+# The bridge CNI plugin ignores NetworkPolicy objects. kube-network-policies' controller judges
+# the first packet of every new pod flow in user space against the policies of both ends. Its
+# own nftables rules need the `queue` expression, which this kernel lacks (CONFIG_NFT_QUEUE is
+# not set, no loadable modules), so the packets reach it through an iptables NFQUEUE rule
+# instead (xt_NFQUEUE is built in): chain RAGSWEEP-NETPOL in mangle POSTROUTING, after kube-proxy's
+# DNAT (the controller sees the backend pod, not the ClusterIP) and before MASQUERADE (it sees
+# the source pod). Skipped: established flows, and sockets of the host's root (kubelet probes,
+# port-forward), as upstream skips skuid 0. Not policed, as upstream: traffic to the node's own
+# addresses (the API server). Fail-closed: while the controller is down, new pod flows are
+# dropped (no --queue-bypass), so a dead enforcer is an outage that `status` names, never a
+# silent hole. Denied flows are dropped, not refused: clients see a timeout.
+netpol_queue_bound() {  # the controller listens on our queue (it binds once its caches synced)
+  awk -v q="$NETPOL_QUEUE" '$1 == q { found = 1 } END { exit !found }' /proc/net/netfilter/nfnetlink_queue
+}
+
+netpol_hook_present() { iptables -w -t mangle -C POSTROUTING -j "$NETPOL_CHAIN" 2>/dev/null; }
+
+netpol_hook_install() {
+  # One restore: the chain is (re)declared, so flushed, and filled in a single commit.
+  iptables-restore -w --noflush <<EOF
+*mangle
+:$NETPOL_CHAIN - [0:0]
+-A $NETPOL_CHAIN -m owner --uid-owner 0 -j RETURN
+-A $NETPOL_CHAIN -m conntrack ! --ctstate NEW -j RETURN
+-A $NETPOL_CHAIN -s $CLUSTER_CIDR -j NFQUEUE --queue-num $NETPOL_QUEUE
+-A $NETPOL_CHAIN -d $CLUSTER_CIDR -j NFQUEUE --queue-num $NETPOL_QUEUE
+COMMIT
+EOF
+  netpol_hook_present || iptables -w -t mangle -A POSTROUTING -j "$NETPOL_CHAIN"
+}
+
+netpol_hook_remove() {
+  while netpol_hook_present; do iptables -w -t mangle -D POSTROUTING -j "$NETPOL_CHAIN"; done
+  iptables -w -t mangle -F "$NETPOL_CHAIN" 2>/dev/null || true
+  iptables -w -t mangle -X "$NETPOL_CHAIN" 2>/dev/null || true
+}
+
+start_netpol() {
+  if [[ $NETWORK_POLICY == off ]]; then
+    netpol_hook_remove
+    k8s_log "kube-network-policies: off (RAGSWEEP_CLUSTER_NETWORK_POLICY=off): NetworkPolicies are NOT enforced"
+    return 0
+  fi
+  k8s_start kube-network-policies "$NETPOL_METRICS_PORT" --kubeconfig "$K8S_DIR/kube-network-policies.kubeconfig" \
+    --hostname-override "$NODE_NAME" --nfqueue-id "$NETPOL_QUEUE" \
+    --metrics-bind-address "127.0.0.1:$NETPOL_METRICS_PORT" --v=1
+  wait_for kube-network-policies "$K8S_LOGS/kube-network-policies.log" netpol_queue_bound
+  netpol_hook_install
+  k8s_log "kube-network-policies: enforcing on NFQUEUE $NETPOL_QUEUE (iptables mangle $NETPOL_CHAIN)"
+}
+
 # Ready, as posted by this kubelet: the Node object (and its last Ready) outlives a kubelet that
 # exited, so a heartbeat older than this start does not count.
 KUBELET_SINCE=""
@@ -298,10 +364,11 @@ stop_pods() {
 case "${1:-}" in
   up)
     started=$SECONDS
-    for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
+    for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy \
+        $([[ $NETWORK_POLICY == on ]] && echo kube-network-policies); do
       [[ -x $K8S_BIN/$b ]] || { echo "cluster: $K8S_BIN/$b missing (make k8s-apiserver-tools)" >&2; exit 2; }
     done
-    for t in containerd runc ctr iptables conntrack ip kubectl; do
+    for t in containerd runc ctr iptables iptables-restore conntrack ip kubectl; do
       command -v "$t" >/dev/null || { echo "cluster: needs $t (apt-get install containerd runc iptables conntrack iproute2)" >&2; exit 2; }
     done
     [[ -x $CNI_BIN/bridge ]] || { echo "cluster: no CNI plugins in $CNI_BIN (apt-get install containernetworking-plugins)" >&2; exit 2; }
@@ -322,6 +389,7 @@ case "${1:-}" in
     start_kube_proxy
     wait_for kubelet "$K8S_LOGS/kubelet.log" node_ready
     addons
+    start_netpol
     recycle_volumes
     wait_for coredns "$K8S_LOGS/kubelet.log" dns_ready
     k8s_log "cluster up in $((SECONDS - started))s: node $NODE_NAME Ready; KUBECONFIG=$K8S_KUBECONFIG"
@@ -331,6 +399,9 @@ case "${1:-}" in
     mkdir -p "$K8S_RUN"
     exec 9>"$K8S_DIR/.lock"
     flock -w 300 9 || k8s_die "another cluster up/down holds $K8S_DIR/.lock"
+    # The hook first: fail-closed, it would drop every new pod flow once the controller is gone.
+    netpol_hook_remove
+    k8s_stop kube-network-policies 10
     k8s_stop kube-proxy 10
     k8s_stop kubelet 30
     stop_pods
@@ -357,7 +428,16 @@ case "${1:-}" in
     done
     if containerd_running; then printf '%-24s up\n' containerd; else printf '%-24s down\n' containerd; rc=1; fi
     if node_ready; then printf '%-24s Ready\n' "node $NODE_NAME"; else printf '%-24s not Ready\n' "node $NODE_NAME"; rc=1; fi
+    if [[ $NETWORK_POLICY == off ]]; then
+      printf '%-24s off: NetworkPolicies not enforced\n' kube-network-policies
+    elif k8s_pid_running kube-network-policies && netpol_queue_bound && netpol_hook_present; then
+      printf '%-24s up, enforcing (NFQUEUE %s)\n' kube-network-policies "$NETPOL_QUEUE"
+    else
+      # fail-closed: the hook without its listener drops every new pod flow
+      printf '%-24s down%s\n' kube-network-policies "$(netpol_hook_present && echo ': new pod flows are dropped until up')"
+      rc=1
+    fi
     exit $rc
     ;;
-  *) sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 2 ;;
+  *) sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 2 ;;
 esac
