@@ -6,7 +6,8 @@
 #
 #   images/build.sh                 build what changed (`make images`)
 #   images/build.sh --only NAMES    a comma-separated subset, e.g. --only base,redis
-#   REPIN=1 images/build.sh         accept new Debian package versions and rewrite images/locks/*.deb
+#   REPIN=1 images/build.sh         accept new Debian package versions and rewrite images/locks/*.deb,
+#                                   and re-pin the Python wheels (images/lock.sh rewrites images/locks/*.txt)
 #
 # Each image is tagged in the registry by the sha256 of its inputs (Containerfile, build
 # context, base digest): an image whose tag exists is not rebuilt, so a second run with
@@ -217,6 +218,29 @@ if want coredns; then
   cp "$TOOLS/coredns" "$OUT/ctx/coredns/coredns"
   build_image coredns Containerfile.coredns ""
 fi
+# The wheels images/locks/*.txt pin, by hash, into the wheel cache: a fresh clone has none. Only
+# REPIN=1 re-resolves them (images/lock.sh): a clone built later must not pick up what PyPI released
+# since the lock was committed (it did: the worker and scoring images of one run got different locks).
+wheels_missing() {
+  .venv/bin/python - "$WHEELS" images/locks/worker.txt images/locks/eval.txt <<'EOF'
+import pathlib, re, sys
+norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
+have = {(norm(f.name.split("-")[0]), f.name.split("-")[1]) for f in pathlib.Path(sys.argv[1]).glob("*.whl")}
+pins = [l.split()[0].split("==") for lock in sys.argv[2:] for l in open(lock) if "==" in l and not l.startswith("#")]
+sys.exit(0 if any((norm(n), v) not in have for n, v in pins) else 1)
+EOF
+}
+if want worker || want scoring; then
+  if [[ $REPIN == 1 ]]; then
+    bash images/lock.sh
+  elif wheels_missing; then
+    [[ -x .venv/bin/python ]] || die 2 "the pinned wheels need .venv's pip (make setup)"
+    log "wheels: downloading what images/locks/{worker,eval}.txt pin into $WHEELS (sha256-checked)"
+    mkdir -p "$WHEELS"
+    .venv/bin/python -m pip download --quiet --no-deps --only-binary=:all: --require-hashes -d "$WHEELS" \
+      -r images/locks/worker.txt -r images/locks/eval.txt || die 1 "pip download of the pinned wheels failed"
+  fi
+fi
 for target in worker scoring; do
   want "$target" || continue
   fresh_ctx "$target"
@@ -225,7 +249,6 @@ for target in worker scoring; do
   git ls-files -z --cached --others --exclude-standard -- pyproject.toml README.md harness jobs \
     | xargs -0 -I{} cp --parents {} "$OUT/ctx/$target/src/"
   cp images/locks/worker.txt images/locks/eval.txt "$OUT/ctx/$target/locks/"
-  [[ -n $(ls "$WHEELS"/torch-* 2>/dev/null) ]] || bash images/lock.sh
   build_image "$target" Containerfile.ragsweep "$target"
 done
 if want opensearch; then
