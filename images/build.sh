@@ -222,7 +222,7 @@ fi
 # REPIN=1 re-resolves them (images/lock.sh): a clone built later must not pick up what PyPI released
 # since the lock was committed (it did: the worker and scoring images of one run got different locks).
 wheels_missing() {
-  .venv/bin/python - "$WHEELS" images/locks/worker.txt images/locks/eval.txt <<'EOF'
+  python3 - "$WHEELS" images/locks/worker.txt images/locks/eval.txt <<'EOF'
 import pathlib, re, sys
 norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
 have = {(norm(f.name.split("-")[0]), f.name.split("-")[1]) for f in pathlib.Path(sys.argv[1]).glob("*.whl")}
@@ -234,7 +234,7 @@ if want worker || want scoring; then
   if [[ $REPIN == 1 ]]; then
     bash images/lock.sh
   elif wheels_missing; then
-    [[ -x .venv/bin/python ]] || die 2 "the pinned wheels need .venv's pip (make setup)"
+    [[ -x .venv/bin/python ]] || die 2 "the pinned wheels are not all in $WHEELS, and fetching them needs .venv (make setup)"
     log "wheels: downloading what images/locks/{worker,eval}.txt pin into $WHEELS (sha256-checked)"
     mkdir -p "$WHEELS"
     .venv/bin/python -m pip download --quiet --no-deps --only-binary=:all: --require-hashes -d "$WHEELS" \
