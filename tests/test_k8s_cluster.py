@@ -282,7 +282,8 @@ def _dropped_packets() -> float:
     """kube-network-policies' own count of packets it dropped (its metrics on the node)."""
     import urllib.request
 
-    with urllib.request.urlopen("http://127.0.0.1:9080/metrics", timeout=10) as response:
+    port = os.environ.get("RAGSWEEP_CLUSTER_NETPOL_METRICS_PORT", "9080")  # cluster.sh's default
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         text = response.read().decode()
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith("kube_network_policies_packet_count{") and 'verdict="drop"' in line)
