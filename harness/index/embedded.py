@@ -33,10 +33,16 @@ from harness.errors import InputDataError, IntegrityError, UsageError
 from harness.index.backend import DocRecord, LegHit
 from harness.index.documents import EmbeddingTextMode, IndexDoc, embedding_text
 from harness.index.embed import Embedder
+from harness.index.embedcache import CachingEmbedder
 
 INDEX_VERSION = 1
 _QUERY_SAFE = re.compile(r"[^\w]+", re.UNICODE)
 
+
+def _labelled(progress: Callable[[str, int, int], None] | None, label: str) -> Callable[[int, int], None] | None:
+    if progress is None:
+        return None
+    return lambda done, total: progress(label, done, total)
 
 
 def _schema() -> Any:
@@ -73,6 +79,11 @@ def build_index(
         embedding_block: dict[str, Any] = {}
         for mode, embedder in sorted(embedders.items()):
             texts = [embedding_text(d, mode) for d in docs]
+            cache_block = None
+            if isinstance(embedder, CachingEmbedder):
+                # the uncached texts first, in the cache's canonical order; the windows below read the cache
+                embedder.prepare(texts, progress=_labelled(progress, f"encoding ({mode})"))
+                cache_block = embedder.cache_block()
             matrix = np.lib.format.open_memmap(
                 tmp / f"vectors-{mode}.npy", mode="w+", dtype=np.float32, shape=(len(docs), embedder.dimension)
             )
@@ -84,6 +95,8 @@ def build_index(
             del matrix
             embedding_block[mode] = {"model": embedder.identity, "dimension": embedder.dimension,
                                      "file": f"vectors-{mode}.npy"}
+            if cache_block is not None:
+                embedding_block[mode]["cache"] = cache_block
         index = tantivy.Index(_schema(), path=str(tmp / "tantivy"))
         writer = index.writer(heap_size=128_000_000, num_threads=1)
         with (tmp / "docs.jsonl").open("w", encoding="utf-8", newline="\n") as fh:
