@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,20 @@ def _pairs(specs: list[str], flag: str) -> dict[str, str]:
             raise UsageError(f"{flag} names {name!r} twice")
         out[name] = value
     return out
+
+
+def embedding_cache_root(flag: str | None, setting: str, *, in_process: bool) -> Path | None:
+    """The embedding cache's root: the flag, else the setting; ``none`` (or empty) is no cache. Only the
+    in-process builder uses one: through the ingest tasks it is None (with a note when the flag asked)."""
+    chosen = flag or setting
+    if chosen.strip().lower() in ("", "none"):
+        return None
+    if not in_process:
+        if flag:
+            print(f"note: --embedding-cache {flag} is not used: with --dispatch/--store the ingest tasks encode, "
+                  "uncached", file=sys.stderr)
+        return None
+    return Path(chosen)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -83,7 +98,8 @@ def build(args: argparse.Namespace) -> int:
                for name, folder in folders.items()]
     embedder = SentenceTransformerEmbedder(args.embedding_model)
     config = settings()
-    cache = getattr(args, "embedding_cache", None) or config.embedding_cache
+    cache = embedding_cache_root(getattr(args, "embedding_cache", None), config.embedding_cache,
+                                 in_process=args.dispatch is None and args.store == "sqlite")
     modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)
     state = build_state(args.out, corpora, dict.fromkeys(modes, embedder),  # type: ignore[arg-type]
                         policy=ChunkingPolicy(max_words=args.max_words), force=args.force,
@@ -92,7 +108,7 @@ def build(args: argparse.Namespace) -> int:
                         stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
                         opensearch_url=config.opensearch_url or None, pg_schema=config.pg_schema or None,
                         pg_dsn=config.pg_dsn or None, shards=args.shards, s3_endpoint=config.s3_endpoint or None,
-                        embedding_cache=None if cache.strip().lower() in ("", "none") else Path(cache))
+                        embedding_cache=cache)
     idx = state["index"]
     print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")
