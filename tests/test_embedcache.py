@@ -52,7 +52,8 @@ def _index_files(state: Path) -> dict[str, bytes]:
         "state.json": (state / "state.json").read_bytes()}
 
 
-def test_a_warm_rebuild_encodes_nothing_and_writes_the_same_bytes(tmp_path: Path) -> None:
+def test_a_warm_rebuild_encodes_nothing_and_writes_the_same_bytes(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     corpus = read_corpus("qmsum", FIXTURE, FIXTURE / "SOURCES.tsv")
     cache = tmp_path / "cache"
     cold_model, warm_model = BatchEmbedder(), BatchEmbedder()
@@ -62,6 +63,9 @@ def test_a_warm_rebuild_encodes_nothing_and_writes_the_same_bytes(tmp_path: Path
     assert {"docs.jsonl", "meta.json", "vectors-header.npy", "vectors-body.npy", "state.json"} <= set(cold)
     assert cold == warm                      # docs.jsonl, vectors-*.npy, meta.json, state.json: byte for byte
     assert warm_model.calls == []            # not one text encoded
+    n = len(cold_model.encoded)
+    said = [line for line in capsys.readouterr().err.splitlines() if "embedding cache" in line]
+    assert [line.split(": ", 1)[1] for line in said] == [f"0 texts cached, {n} encoded", f"{n} texts cached, 0 encoded"]
     texts = cold_model.encoded               # the cold build: sorted unique texts, one call (under the piece size)
     assert len(cold_model.calls) == 2 and all(c == sorted(set(c)) for c in cold_model.calls)
     assert len(texts) == len(set(texts))
@@ -98,10 +102,11 @@ def test_adding_texts_encodes_only_the_new_ones(tmp_path: Path) -> None:
     second = cache.encode(["c", "a", "e", "d", "b"])
     assert model.calls[1:] == [["c", "d"], ["e"]]   # sorted unique misses, `piece` per call
     assert second[1].tobytes() == first[1].tobytes() and second[4].tobytes() == first[0].tobytes()
-    assert (cache.hits, cache.encoded) == (0 + 2, 2 + 3)  # unique texts
+    assert (cache.hits, cache.encoded) == (0, 2 + 3)  # distinct texts; its own are not counted as hits
+    assert cache.encode(["a"]).tobytes() == first[1].tobytes() and (cache.hits, cache.encoded) == (0, 5)
     again = CachingEmbedder(BatchEmbedder(), tmp_path)   # a new process: reads the shards from disk
     assert again.encode(["e", "a"]).tobytes() == np.stack([second[2], first[1]]).tobytes()
-    assert again.inner.calls == []  # type: ignore[attr-defined]
+    assert again.inner.calls == [] and (again.hits, again.encoded) == (2, 0)  # type: ignore[attr-defined]
 
 
 def test_adding_a_corpus_to_a_state_encodes_only_its_texts(tmp_path: Path) -> None:

@@ -124,8 +124,9 @@ class CachingEmbedder:
         self.folder = Path(root) / model_folder_name(self.key)
         self.piece = piece
         self._warn = warn
-        self.hits = 0  # texts answered from the cache by prepare()
-        self.encoded = 0  # texts this process encoded and added
+        self.hits = 0  # distinct texts this wrapper found cached by an earlier build
+        self.encoded = 0  # distinct texts this wrapper encoded and added
+        self._counted: set[bytes] = set()
         self._shards: dict[str, _Shard] = {}
         self._set_aside: set[str] = set()
         self._index: dict[bytes, tuple[str, int]] = {}
@@ -162,8 +163,9 @@ class CachingEmbedder:
                     self._commit(part, np.asarray(self.inner.encode(part), dtype="<f4"))
                     if progress:
                         progress(min(lo + self.piece, len(ordered)), len(ordered))
-        self.hits += len(wanted) - len(missing)
         self.encoded += len(missing)
+        self.hits += sum(1 for k in wanted if k not in missing and k not in self._counted)
+        self._counted.update(wanted)
 
     def lookup(self, texts: Sequence[str]) -> np.ndarray:
         """The cached vectors of ``texts`` (all of them must be cached), in order."""
