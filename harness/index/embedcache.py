@@ -205,7 +205,8 @@ class CachingEmbedder:
                 self._set_aside_shard(name, "its vectors do not match their sha256")
 
     def _refresh(self) -> None:
-        records = sorted(p.name[:-len(".json")] for p in self.folder.glob("*.json") if p.name != "model.json")
+        # shard records only: not model.json, nor a temporary file a writer has not renamed yet
+        records = sorted(p.name[:-len(".json")] for p in self.folder.glob("*.json") if p.name[:8].isdigit())
         changed = False
         for name in records:
             if name in self._shards or name in self._set_aside:

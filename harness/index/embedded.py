@@ -14,7 +14,8 @@ Layout of an index folder: ``meta.json``, ``docs.jsonl`` (one document per row, 
 order = vector row order), ``vectors-{mode}.npy`` (rows x dimension float32, memory-mapped) per
 embedding-text mode, and ``tantivy/``. Built once, then opened read-only by any number
 of processes at once. The writer runs single-threaded so segment layout — and with it
-the order of equal BM25 scores — is the same on every build.
+the order of equal BM25 scores — is the same on every build. An embedder behind the
+embedding cache (harness.index.embedcache) encodes its misses first, in the cache's order.
 """
 
 from __future__ import annotations
