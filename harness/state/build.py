@@ -29,13 +29,25 @@ from harness.state.ingest import Dispatch, build_state_index
 from harness.state.stack import index_state
 from harness.store.sqlite import SqliteStore
 
+_LOGGED_TENTHS: dict[str, int] = {}
+
 
 def _progress(label: str, done: int, total: int) -> None:
-    if sys.stderr.isatty() or done == total:
-        width = 30
-        filled = width * done // max(total, 1)
-        end = "\n" if done == total else "\r"
-        print(f"  {label:<22} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end, file=sys.stderr)
+    """A redrawn bar on a terminal; in a log (a pod's, CI's, a file) one line per tenth done, so a
+    long stage shows it is moving without filling the log."""
+    width = 30
+    filled = width * done // max(total, 1)
+    line = f"  {label:<22} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+    if sys.stderr.isatty():
+        print(line, end="\n" if done == total else "\r", file=sys.stderr, flush=True)
+        return
+    tenth = 10 * done // max(total, 1)
+    if done == total:
+        _LOGGED_TENTHS.pop(label, None)  # the next build's stage of this name starts again
+        print(line, file=sys.stderr, flush=True)
+    elif tenth > _LOGGED_TENTHS.get(label, 0):
+        _LOGGED_TENTHS[label] = tenth
+        print(line, file=sys.stderr, flush=True)
 
 
 def _cached(embedders: dict[EmbeddingTextMode, Embedder], root: Path | None) -> dict[EmbeddingTextMode, Embedder]:

@@ -15,7 +15,8 @@
 # arms a second time on the state's own index, in the same release: `helm upgrade` of
 # jobs.backend, one injector for both). The state the injector built is downloaded to
 # var/k8s-sweeps/<ns>/state, so a local sweep can measure the same state.
-# While it runs, `kubectl get pods -o wide` is appended every 20 s to var/k8s-sweeps/<ns>/pods.log.
+# While it runs, `kubectl get pods -o wide` is appended every 20 s to var/k8s-sweeps/<ns>/pods.log,
+# and each pod's containers with the image digest they run to .../pod-images.log.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -71,7 +72,11 @@ expires=$(($(date +%s) + TTL_HOURS * 3600))
 sed -e "s/\${NAMESPACE}/$NAMESPACE/" -e "s/\${EXPIRES_AT}/$expires/" -e "s/\${PIPELINE}/sweep-$state_key/" \
   manifests/ci-namespace.yaml | kubectl apply -f - >/dev/null
 say "namespace $NAMESPACE (restricted Pod Security, expires $(date -d "@$expires" -u +%FT%TZ)); logs in $LOGDIR"
-(while sleep 20; do { date -u +%FT%TZ; kubectl -n "$NAMESPACE" get pods -o wide 2>&1; echo; } >>"$LOGDIR/pods.log"; done) &
+images_columns='POD:.metadata.name,PHASE:.status.phase,CONTAINERS:.status.containerStatuses[*].name,IMAGE_IDS:.status.containerStatuses[*].imageID'
+(while sleep 20; do
+  { date -u +%FT%TZ; kubectl -n "$NAMESPACE" get pods -o wide 2>&1; echo; } >>"$LOGDIR/pods.log"
+  { date -u +%FT%TZ; kubectl -n "$NAMESPACE" get pods -o "custom-columns=$images_columns" 2>&1; echo; } >>"$LOGDIR/pod-images.log"
+done) &
 watcher=$!
 
 names=$(printf '"%s",' $CORPUS_NAMES)
@@ -112,10 +117,10 @@ while :; do
   esac
   ((SECONDS - injector_started < 7200)) || die "the injector Job did not finish within 2 h" 1
   if (((SECONDS - injector_started) % 60 < 10)); then
-    # progress bars redraw with \r: the newest redraw of the last lines is the progress
-    last=$(kubectl -n "$NAMESPACE" logs -l "$selector" --all-containers --tail 5 2>/dev/null \
+    # build-state (an init container) does the work; progress bars redraw with \r
+    last=$(kubectl -n "$NAMESPACE" logs -l "$selector" -c build-state --tail 5 2>/dev/null \
       | tr '\r' '\n' | grep -v '^[[:space:]]*$' | tail -n 1 | cut -c1-160 || true)
-    say "  injector: ${last:-starting}"
+    say "  injector: ${last:-no output from build-state yet}"
   fi
   sleep 10
 done
