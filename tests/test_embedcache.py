@@ -70,9 +70,8 @@ def test_a_warm_rebuild_encodes_nothing_and_writes_the_same_bytes(tmp_path: Path
     assert len(cold_model.calls) == 2 and all(c == sorted(set(c)) for c in cold_model.calls)
     assert len(texts) == len(set(texts))
     block = json.loads(cold["meta.json"])["embedding"]["header"]
-    assert block["model"] == "batch-fake@sha256:0001" and block["cache"]["model_key"].startswith("batch-fake")
-    state = json.loads(cold["state.json"])
-    assert state["index"]["embedding"]["body"]["cache"] == block["cache"]
+    assert block == {"model": "batch-fake@sha256:0001", "dimension": 8, "file": "vectors-header.npy"}
+    assert json.loads(cold["state.json"])["index"]["embedding"]["header"] == block  # nothing about the cache
 
 
 def test_the_cached_vectors_are_the_models_bytes_and_a_build_without_the_cache_is_unchanged(tmp_path: Path) -> None:
@@ -81,10 +80,9 @@ def test_the_cached_vectors_are_the_models_bytes_and_a_build_without_the_cache_i
     model = BatchEmbedder()
     build_state(tmp_path / "cached", [corpus], {"header": model}, embedding_cache=tmp_path / "cache")
     plain, cached = _index_files(tmp_path / "plain"), _index_files(tmp_path / "cached")
-    assert "cache" not in json.loads(plain["meta.json"])["embedding"]["header"]
-    assert plain["docs.jsonl"] == cached["docs.jsonl"]
-    # the cache's canonical order batches differently from the plain build's windows; each cached
-    # vector is exactly what the model returned for the batch the cache sent it in
+    assert plain["meta.json"] == cached["meta.json"] and plain["docs.jsonl"] == cached["docs.jsonl"]
+    # this fake depends on its batch, so here the cache's batches (sorted unique misses) and the plain
+    # build's windows give other bytes; each cached vector is what the model returned for its batch
     vectors = np.load(tmp_path / "cached" / "index" / "vectors-header.npy")
     docs = [json.loads(line) for line in cached["docs.jsonl"].decode().splitlines()]
     batch = model.calls[0]
@@ -138,6 +136,16 @@ def test_another_model_never_reads_the_others_entries(tmp_path: Path) -> None:
     assert longer.calls == [["x"]]
 
 
+def test_vectors_of_another_encoder_rule_are_never_read(tmp_path: Path) -> None:
+    """Same weights, another batching rule (rows per pass, torch, cpu): another key, encoded afresh."""
+    one, two = BatchEmbedder(), BatchEmbedder()
+    one.describe = lambda: {**BatchEmbedder().describe(), "encoder": "rule a"}  # type: ignore[method-assign]
+    two.describe = lambda: {**BatchEmbedder().describe(), "encoder": "rule b"}  # type: ignore[method-assign]
+    CachingEmbedder(one, tmp_path).encode(["x", "y"])
+    CachingEmbedder(two, tmp_path).encode(["y", "x"])
+    assert two.calls == [["x", "y"]] and len(list(tmp_path.iterdir())) == 2
+
+
 def test_the_spec_is_not_part_of_the_key(tmp_path: Path) -> None:
     one, two = BatchEmbedder(), BatchEmbedder()
     two.describe = lambda: {**BatchEmbedder().describe(), "spec": "/elsewhere"}  # type: ignore[method-assign]
@@ -182,3 +190,33 @@ def test_a_shard_changed_after_it_was_read_is_not_consulted(tmp_path: Path) -> N
     vec = next(tmp_path.glob("*/0*.vec"))
     vec.write_bytes(b"\0" * len(vec.read_bytes()))
     assert cache.encode(["p"]).tobytes() == first.tobytes()  # verified bytes were kept in memory
+
+
+# -- the real model: the cache changes no byte -----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def minilm() -> object:
+    pytest.importorskip("sentence_transformers")
+    from harness.index.embed import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+def test_with_the_real_model_cold_warm_and_uncached_states_are_byte_identical(tmp_path: Path, minilm: object) -> None:
+    corpus = read_corpus("qmsum", FIXTURE, FIXTURE / "SOURCES.tsv")
+    part = corpus.model_copy(update={"meetings": corpus.meetings[1:3]})
+    cache = tmp_path / "cache"
+    # another state first, so the cold build finds some of its texts computed beside other batch-mates
+    build_state(tmp_path / "part", [part], {"header": minilm}, embedding_cache=cache)  # type: ignore[dict-item]
+    for name, root in (("cold", cache), ("warm", cache), ("none", None)):
+        build_state(tmp_path / name, [corpus], {"header": minilm, "body": minilm},  # type: ignore[dict-item]
+                    embedding_cache=root)
+    cold, warm, none = (_index_files(tmp_path / n) for n in ("cold", "warm", "none"))
+    assert cold == warm == none
+    from harness.index.embed import SentenceTransformerEmbedder
+    from harness.index.encoder import ENCODE_ROWS
+
+    assert isinstance(minilm, SentenceTransformerEmbedder)
+    other = SentenceTransformerEmbedder.__new__(SentenceTransformerEmbedder)
+    other.__dict__.update({**minilm.__dict__, "rows": ENCODE_ROWS // 2})
+    assert model_folder_name(model_key(other)) != model_folder_name(model_key(minilm))  # rows are in the key

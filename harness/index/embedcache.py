@@ -15,14 +15,14 @@ file + os.replace), after both data files; so a reader never sees half a shard a
 no lock. A shard whose files do not match their record (size or sha256) is never used: it
 is set aside (``.json.corrupt``) with a one-line warning and its texts are encoded again.
 
-Determinism. sentence-transformers pads and batches texts by length, so a vector can differ
-in its last bits depending on the other texts in its batch. The cache therefore fixes one
-vector per (model, text): the first one ever computed. Texts missing from the cache are
-encoded in a canonical order, sorted unique texts in pieces of ``piece`` (4096) per
-``encode()`` call, under the writer lock, so two concurrent builds never both encode a
-text; a warm rebuild returns exactly the cold build's bytes, and a cold build's vectors
-depend only on the set of texts it had to encode (not on document order or duplicates).
-A piece is committed as its own shard, so an interrupted build resumes where it stopped.
+Determinism. The cache changes no vector: the embedders it wraps in a state build encode each
+text independently of its batch-mates (harness.index.encoder), so a cached vector is the one
+the model gives that text in any build, and a cold build, a warm rebuild and a build without
+the cache write the same bytes. The encoder's rule (rows per forward pass, torch, the CPU's
+kernels) is part of the model key, so vectors computed under another rule are never read.
+Texts missing from the cache are encoded sorted and unique, under the writer lock (two
+concurrent builds never both encode a text), and committed a piece (``piece``, 4096 texts) at
+a time as a shard, so an interrupted build resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import UsageError
-from harness.index.embed import Embedder
+from harness.index.embed import Embedder, encode_pieces
 
 CACHE_SCHEMA = "ragsweep.embedcache/1"
 DEFAULT_CACHE_DIR = Path("var/cache/embeddings")
@@ -61,8 +61,8 @@ def text_key(text: str) -> bytes:
 
 def model_key(embedder: Embedder) -> dict[str, Any]:
     """What makes two embedders' vectors interchangeable: identity (weights digest), dimension and,
-    where the embedder describes itself, everything else it says (max_seq_length, normalised)
-    except its spec, which is only where the weights were found."""
+    where the embedder describes itself, everything else it says (max_seq_length, normalised, the
+    encoder's rule) except its spec, which is only where the weights were found."""
     key: dict[str, Any] = {"identity": embedder.identity, "dimension": int(embedder.dimension)}
     describe = getattr(embedder, "describe", None)
     if callable(describe):
@@ -138,31 +138,25 @@ class CachingEmbedder:
         describe = getattr(self.inner, "describe", None)
         return dict(describe()) if callable(describe) else {"identity": self.identity, "dimension": self.dimension}
 
-    def cache_block(self) -> dict[str, Any]:
-        """The cache's description for the index block: the same whether the cache was cold or warm."""
-        return {"schema": CACHE_SCHEMA, "model_key": self.folder.name,
-                "key": "sha256(model key) + sha256(UTF-8 embedding text)",
-                "order": f"uncached texts encoded sorted and unique, {self.piece} per encode() call; "
-                         "a cached vector is the first one computed"}
-
     # -- the Embedder protocol --------------------------------------------------------------------
     def encode(self, texts: list[str]) -> np.ndarray:
         self.prepare(texts)
         return self.lookup(texts)
 
     def prepare(self, texts: Sequence[str], progress: Progress | None = None) -> None:
-        """Make sure every text is cached: the misses are encoded in canonical order and committed."""
+        """Make sure every text is cached: the misses are encoded and committed, a piece at a time."""
         wanted = {text_key(t): t for t in texts}
         missing = self._missing(wanted)
         if missing:
             with self._lock():
                 missing = self._missing(wanted)  # another build may have added them meanwhile
                 ordered = sorted(missing.values())
-                for lo in range(0, len(ordered), self.piece):
-                    part = ordered[lo:lo + self.piece]
-                    self._commit(part, np.asarray(self.inner.encode(part), dtype="<f4"))
+                done = 0
+                for part, vectors in encode_pieces(self.inner, ordered, self.piece):
+                    self._commit(part, np.asarray(vectors, dtype="<f4"))
+                    done += len(part)
                     if progress:
-                        progress(min(lo + self.piece, len(ordered)), len(ordered))
+                        progress(done, len(ordered))
         self.encoded += len(missing)
         self.hits += sum(1 for k in wanted if k not in missing and k not in self._counted)
         self._counted.update(wanted)
