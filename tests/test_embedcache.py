@@ -214,9 +214,9 @@ def test_with_the_real_model_cold_warm_and_uncached_states_are_byte_identical(tm
     cold, warm, none = (_index_files(tmp_path / n) for n in ("cold", "warm", "none"))
     assert cold == warm == none
     from harness.index.embed import SentenceTransformerEmbedder
-    from harness.index.encoder import ENCODE_ROWS
+    from harness.index.encoder import Batching
 
     assert isinstance(minilm, SentenceTransformerEmbedder)
     other = SentenceTransformerEmbedder.__new__(SentenceTransformerEmbedder)
-    other.__dict__.update({**minilm.__dict__, "rows": ENCODE_ROWS // 2})
-    assert model_folder_name(model_key(other)) != model_folder_name(model_key(minilm))  # rows are in the key
+    other.__dict__.update({**minilm.__dict__, "batching": Batching(max_rows=16)})
+    assert model_folder_name(model_key(other)) != model_folder_name(model_key(minilm))  # the rule is in the key

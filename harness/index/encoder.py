@@ -3,17 +3,21 @@
 sentence-transformers' ``encode()`` sorts a call's texts by length and pads each batch to its
 longest text; the padded length and the batch's shape select different kernels and reduction
 lengths, so one text gets vectors that differ in the last bits (about 1e-7 for all-MiniLM-L6-v2
-on CPU) with the other texts of its call. Here every forward pass holds exactly ``rows`` texts
-of one token length, so there is no padding and a text always meets the same shapes; a short
-last batch of a length is filled with copies of its first text. The texts are tokenized by the
+on CPU) with the other texts of its call. Here every forward pass holds texts of one token
+length only, so there is no padding, and exactly ``rows_for(length)`` of them, so a text always
+meets the same shapes; a short last batch of a length is filled with copies of its first text.
+``rows_for(length) = min(max_rows, ceil(tokens / length))``: about ``tokens`` tokens per pass
+(CPU matrix products slow down when a pass is much smaller) and fewer copies for long texts,
+whose length groups are small. The texts are tokenized by the
 model's own ``preprocess`` (truncated at its max_seq_length, as encode() does) and run through
 its modules as encode() runs them (transformer -> pooling -> normalize, under
 torch.inference_mode), then normalised as ``encode(normalize_embeddings=True)`` does: a full
 one-length batch gives encode()'s bytes. Identical texts are encoded once.
 
 All texts of a call are grouped by length before any is encoded, so the copies that fill short
-batches cost at most ``rows - 1`` per distinct length per call: callers hand over everything
-they have and take the vectors back in pieces (:func:`pieces_batch_independent`).
+batches cost at most ``rows_for(length) - 1`` per distinct length per call: callers hand over
+everything they have and take the vectors back in pieces (:func:`pieces_batch_independent`).
+Many small calls pay that many times over.
 
 The vectors still depend on the kernels: torch's version and the CPU's instruction set are part
 of :func:`encoder_identity`, which the embedding cache keys on (harness.index.embedcache).
@@ -22,24 +26,44 @@ of :func:`encoder_identity`, which the embedding cache keys on (harness.index.em
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from harness.errors import UsageError
 
-# rows per forward pass: measured by benchmarks/bench_batch_independence.py (docs/embedding-cache.md)
-ENCODE_ROWS = 32
+# tokens and rows per forward pass: measured by benchmarks/bench_batch_independence.py (docs/embedding-cache.md)
+ENCODE_TOKENS = 4096
+ENCODE_MAX_ROWS = 128
 PIECE = 4096
 _TOKENIZE_CHUNK = 1024
 
 
-def encoder_identity(rows: int) -> str:
+@dataclass(frozen=True)
+class Batching:
+    """How many texts of one token length share a forward pass: a function of the length alone."""
+
+    tokens: int = ENCODE_TOKENS
+    max_rows: int = ENCODE_MAX_ROWS
+
+    def __post_init__(self) -> None:
+        if self.tokens < 1 or self.max_rows < 1:
+            raise UsageError(f"batching {self.tokens} tokens, {self.max_rows} rows: expected at least 1 each")
+
+    def rows_for(self, length: int) -> int:
+        return max(1, min(self.max_rows, -(-self.tokens // max(length, 1))))
+
+
+DEFAULT_BATCHING = Batching()
+
+
+def encoder_identity(batching: Batching) -> str:
     """What besides the weights decides the vectors' bits: the batching rule, torch, the CPU's kernels."""
     import torch
 
-    return (f"one token length per forward pass, {rows} rows; torch {torch.__version__}, "
-            f"cpu {torch.backends.cpu.get_cpu_capability()}")
+    return (f"one token length per forward pass, min({batching.max_rows}, ceil({batching.tokens} / length)) rows; "
+            f"torch {torch.__version__}, cpu {torch.backends.cpu.get_cpu_capability()}")
 
 
 def _tokens(model: Any, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, Any]]:
@@ -67,14 +91,14 @@ def _tokens(model: Any, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], np
             np.concatenate(lengths).astype(np.int64), extras)
 
 
-def pieces_batch_independent(model: Any, texts: Sequence[str], *, rows: int = ENCODE_ROWS, piece: int = PIECE,
-                             normalise: bool = True) -> Iterator[tuple[list[int], np.ndarray]]:
+def pieces_batch_independent(model: Any, texts: Sequence[str], *, batching: Batching = DEFAULT_BATCHING,
+                             piece: int = PIECE, normalise: bool = True) -> Iterator[tuple[list[int], np.ndarray]]:
     """The vectors of distinct ``texts`` from a SentenceTransformer ``model``, as (positions in ``texts``,
     float32 vectors) pieces of about ``piece`` texts, shortest token length first."""
     import torch
 
-    if rows < 1 or piece < 1:
-        raise UsageError(f"rows per forward pass {rows}, piece {piece}: expected at least 1 each")
+    if piece < 1:
+        raise UsageError(f"piece {piece}: expected at least 1")
     if len(set(texts)) != len(texts):
         raise UsageError("pieces_batch_independent takes distinct texts; encode_batch_independent any")
     if not texts:
@@ -89,6 +113,7 @@ def pieces_batch_independent(model: Any, texts: Sequence[str], *, rows: int = EN
     vectors: list[np.ndarray] = []
     with torch.inference_mode():
         for n, members in sorted(by_length.items()):
+            rows = batching.rows_for(n)
             for lo in range(0, len(members), rows):
                 part = members[lo:lo + rows]
                 filled = part + [part[0]] * (rows - len(part))
@@ -109,12 +134,12 @@ def pieces_batch_independent(model: Any, texts: Sequence[str], *, rows: int = EN
         yield positions, np.concatenate(vectors)
 
 
-def encode_batch_independent(model: Any, texts: Sequence[str], *, rows: int = ENCODE_ROWS,
+def encode_batch_independent(model: Any, texts: Sequence[str], *, batching: Batching = DEFAULT_BATCHING,
                              normalise: bool = True) -> np.ndarray:
     """float32 vectors of ``texts`` (rows x dimension, in order; duplicates allowed)."""
     unique = list(dict.fromkeys(texts))
     out = np.empty((len(unique), int(model.get_embedding_dimension())), dtype=np.float32)
-    for positions, vectors in pieces_batch_independent(model, unique, rows=rows, piece=len(unique) or 1,
+    for positions, vectors in pieces_batch_independent(model, unique, batching=batching, piece=len(unique) or 1,
                                                        normalise=normalise):
         out[positions] = vectors
     if len(unique) == len(texts):
