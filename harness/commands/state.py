@@ -87,6 +87,7 @@ def build(args: argparse.Namespace) -> int:
     from harness.commands.settings import settings
     from harness.index.chunking import ChunkingPolicy
     from harness.index.embed import SentenceTransformerEmbedder
+    from harness.index.encoder import Batching
     from harness.state.build import build_state
 
     folders = _pairs(args.corpus, "--corpus")
@@ -96,10 +97,13 @@ def build(args: argparse.Namespace) -> int:
         raise UsageError(f"--manifest for {', '.join(unknown)} without a matching --corpus")
     corpora = [_read(name, Path(folder), Path(manifests[name]) if name in manifests else None)
                for name, folder in folders.items()]
-    embedder = SentenceTransformerEmbedder(args.embedding_model)
+    in_process = args.dispatch is None and args.store == "sqlite"
+    # the ingest tasks encode one file per call, where one-length batches would mostly be fill
+    # copies; they keep sentence-transformers' encode(), as their workers do (embedder_for)
+    embedder = SentenceTransformerEmbedder(args.embedding_model, batching=Batching() if in_process else None)
     config = settings()
     cache = embedding_cache_root(getattr(args, "embedding_cache", None), config.embedding_cache,
-                                 in_process=args.dispatch is None and args.store == "sqlite")
+                                 in_process=in_process)
     modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)
     state = build_state(args.out, corpora, dict.fromkeys(modes, embedder),  # type: ignore[arg-type]
                         policy=ChunkingPolicy(max_words=args.max_words), force=args.force,
