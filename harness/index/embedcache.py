@@ -33,7 +33,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ import numpy as np
 
 from harness.errors import UsageError
 from harness.index.embed import Embedder, encode_pieces
+from harness.objectstore import write_atomic
 
 CACHE_SCHEMA = "ragsweep.embedcache/1"
 DEFAULT_CACHE_DIR = Path("var/cache/embeddings")
@@ -81,19 +81,6 @@ def _sha256_file(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _warn(message: str) -> None:
@@ -183,7 +170,7 @@ class CachingEmbedder:
         path = self.folder / "model.json"
         body = (json.dumps({"schema": CACHE_SCHEMA, "model": self.key}, indent=2, sort_keys=True) + "\n").encode()
         if not path.exists():
-            _write_atomic(path, body)
+            write_atomic(path, body)
         elif path.read_bytes() != body:
             raise UsageError(f"{path}: the cache folder belongs to another model key; remove the folder")
 
@@ -287,9 +274,9 @@ class CachingEmbedder:
         vectors_sha256 = hashlib.sha256(data).hexdigest()
         record = {"schema": CACHE_SCHEMA, "model": self.key, "rows": len(texts), "dimension": self.dimension,
                   "keys_sha256": hashlib.sha256(keys).hexdigest(), "vectors_sha256": vectors_sha256}
-        _write_atomic(self.folder / f"{name}.keys", keys)
-        _write_atomic(self.folder / f"{name}.vec", data)
-        _write_atomic(self.folder / f"{name}.json", (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
+        write_atomic(self.folder / f"{name}.keys", keys)
+        write_atomic(self.folder / f"{name}.vec", data)
+        write_atomic(self.folder / f"{name}.json", (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
         shard = _Shard(name=name, rows=len(texts),
                        keys=[keys[i:i + _KEY_BYTES] for i in range(0, len(keys), _KEY_BYTES)],
                        vectors_sha256=vectors_sha256, verified=True,

@@ -8,11 +8,11 @@ length only, so there is no padding, and exactly ``rows_for(length)`` of them, s
 meets the same shapes; a short last batch of a length is filled with copies of its first text.
 ``rows_for(length) = min(max_rows, ceil(tokens / length))``: about ``tokens`` tokens per pass
 (CPU matrix products slow down when a pass is much smaller) and fewer copies for long texts,
-whose length groups are small. The texts are tokenized by the
-model's own ``preprocess`` (truncated at its max_seq_length, as encode() does) and run through
-its modules as encode() runs them (transformer -> pooling -> normalize, under
-torch.inference_mode), then normalised as ``encode(normalize_embeddings=True)`` does: a full
-one-length batch gives encode()'s bytes. Identical texts are encoded once.
+whose length groups are small. The texts are tokenized by the model's own ``preprocess``
+(truncated at its max_seq_length, as encode() does) and run through its modules as encode()
+runs them (transformer -> pooling -> normalize, under torch.inference_mode), then normalised
+as ``encode(normalize_embeddings=True)`` does: a full one-length batch gives encode()'s bytes.
+Identical texts are encoded once.
 
 All texts of a call are grouped by length before any is encoded, so the copies that fill short
 batches cost at most ``rows_for(length) - 1`` per distinct length per call: callers hand over
@@ -33,7 +33,7 @@ import numpy as np
 
 from harness.errors import UsageError
 
-# tokens and rows per forward pass: measured by benchmarks/bench_batch_independence.py (docs/embedding-cache.md)
+# tokens and rows per forward pass, chosen by measurement (docs/embedding-cache.md, Throughput)
 ENCODE_TOKENS = 4096
 ENCODE_MAX_ROWS = 128
 PIECE = 4096
