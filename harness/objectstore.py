@@ -73,6 +73,28 @@ def check_key(key: str) -> str:
 
 # --- the local folder ----------------------------------------------------------------------------
 
+def write_atomic(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` all or nothing: a temporary file beside it (``_TEMP_PREFIX``),
+    fsynced, renamed into place, and the rename itself persisted."""
+    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    # Persist the rename itself; some filesystems cannot open a folder, which is harmless.
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
 class LocalFolderStore:
     """Artefacts as files under ``root``; a key is a relative path."""
 
@@ -88,23 +110,7 @@ class LocalFolderStore:
     def put_bytes(self, key: str, data: bytes) -> None:
         target = self._path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        # Persist the rename itself; some filesystems cannot open a folder, which is harmless.
-        with contextlib.suppress(OSError):
-            dir_fd = os.open(target.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+        write_atomic(target, data)
 
     def get_bytes(self, key: str) -> bytes:
         path = self._path(key)

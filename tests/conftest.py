@@ -9,7 +9,10 @@ scripts started.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,3 +33,16 @@ def _load_stack_env() -> None:
 
 
 _load_stack_env()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _embedding_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """`ragsweep state build` in a test (in-process or a child process) uses a session's own embedding
+    cache, never the checkout's var/cache/embeddings; a test that sets RAGSWEEP_EMBEDDING_CACHE wins."""
+    name = "RAGSWEEP_EMBEDDING_CACHE"
+    before = os.environ.get(name)
+    if before is None:
+        os.environ[name] = str(tmp_path_factory.mktemp("embedding-cache"))
+    yield
+    if before is None:
+        os.environ.pop(name, None)

@@ -116,7 +116,8 @@ def test_eager_and_celery_build_identical_indexes(stack_workers: dict[str, dict[
     from harness.index.embed import Embedder, SentenceTransformerEmbedder
     from harness.state.build import build_state
 
-    build: dict[EmbeddingTextMode, Embedder] = {"header": SentenceTransformerEmbedder(MODEL)}
+    # as the workers encode (coordinator.embedder_for) and `ragsweep state build --dispatch` does
+    build: dict[EmbeddingTextMode, Embedder] = {"header": SentenceTransformerEmbedder(MODEL, batching=None)}
     eager = build_state(tmp_path / "eager", [corpus], build, dispatch="eager")
     celery = build_state(tmp_path / "celery", [corpus], build, dispatch="celery")
     schema = f"t_ingest_{os.getpid()}_{uuid.uuid4().hex[:6]}"

@@ -38,3 +38,21 @@ def test_no_stage_reads_the_settings_model() -> None:
     readers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
                      if "commands.settings" in p.read_text(encoding="utf-8") and "commands" not in p.parts)
     assert readers == []
+
+
+def test_the_embedding_cache_is_the_flag_else_the_setting_and_none_is_off(monkeypatch: pytest.MonkeyPatch,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.commands.state import embedding_cache_root
+
+    monkeypatch.delenv("RAGSWEEP_EMBEDDING_CACHE", raising=False)
+    assert settings().embedding_cache == "var/cache/embeddings"
+    monkeypatch.setenv("RAGSWEEP_EMBEDDING_CACHE", "/srv/cache")
+    setting = settings().embedding_cache
+    assert embedding_cache_root(None, setting, in_process=True) == Path("/srv/cache")
+    assert embedding_cache_root("/mine", setting, in_process=True) == Path("/mine")
+    assert embedding_cache_root("none", setting, in_process=True) is None
+    assert embedding_cache_root(None, "None", in_process=True) is None
+    assert embedding_cache_root(None, setting, in_process=False) is None
+    assert capsys.readouterr().err == ""
+    assert embedding_cache_root("/mine", setting, in_process=False) is None
+    assert "not used" in capsys.readouterr().err

@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     pg_dsn: str | None = None  # the stack's PostgreSQL (--store postgres; the answers of a state built so)
     pg_schema: str | None = None  # the Postgres store's schema (default: the DSN's search path)
     s3_endpoint: str | None = None
+    # -- the machine's embedding cache (harness.index.embedcache): a folder, or "none" -------------
+    embedding_cache: str = "var/cache/embeddings"
     # -- what a Job is told (jobs/arm.py, jobs/collect.py) --------------------------------------
     state: Path | None = None
     store: str | None = None

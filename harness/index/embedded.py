@@ -14,7 +14,9 @@ Layout of an index folder: ``meta.json``, ``docs.jsonl`` (one document per row, 
 order = vector row order), ``vectors-{mode}.npy`` (rows x dimension float32, memory-mapped) per
 embedding-text mode, and ``tantivy/``. Built once, then opened read-only by any number
 of processes at once. The writer runs single-threaded so segment layout — and with it
-the order of equal BM25 scores — is the same on every build.
+the order of equal BM25 scores — is the same on every build. An embedder behind the
+embedding cache (harness.index.embedcache) encodes its misses first, then answers the windows;
+one that encodes in pieces (harness.index.encoder) is given every distinct text at once.
 """
 
 from __future__ import annotations
@@ -32,11 +34,43 @@ import numpy as np
 from harness.errors import InputDataError, IntegrityError, UsageError
 from harness.index.backend import DocRecord, LegHit
 from harness.index.documents import EmbeddingTextMode, IndexDoc, embedding_text
-from harness.index.embed import Embedder
+from harness.index.embed import Embedder, encode_pieces
+from harness.index.embedcache import CachingEmbedder
 
 INDEX_VERSION = 1
 _QUERY_SAFE = re.compile(r"[^\w]+", re.UNICODE)
 
+
+def _labelled(progress: Callable[[str, int, int], None] | None, label: str) -> Callable[[int, int], None] | None:
+    if progress is None:
+        return None
+    return lambda done, total: progress(label, done, total)
+
+
+def _embed(matrix: np.ndarray, texts: list[str], embedder: Embedder, window: int,
+           progress: Callable[[str, int, int], None] | None, mode: str) -> None:
+    """Row i of ``matrix`` := the vector of ``texts[i]``. An embedder that encodes in pieces gets every
+    distinct text at once (it groups them before encoding any); any other is asked window by window,
+    in document order, after the cache (if it is one) has encoded its misses."""
+    report = _labelled(progress, f"embedding ({mode})")
+    if isinstance(embedder, CachingEmbedder):
+        embedder.prepare(texts, progress=_labelled(progress, f"encoding ({mode})"))
+    elif callable(getattr(embedder, "encode_pieces", None)):
+        rows: dict[str, list[int]] = {}
+        for row, text in enumerate(texts):
+            rows.setdefault(text, []).append(row)
+        done = 0
+        for part, vectors in encode_pieces(embedder, list(rows), window):
+            for text, vector in zip(part, vectors, strict=True):
+                matrix[rows[text]] = vector
+            done += len(part)
+            if report:
+                report(done, len(rows))
+        return
+    for lo in range(0, len(texts), window):
+        matrix[lo:lo + window] = embedder.encode(texts[lo:lo + window])
+        if report:
+            report(min(lo + window, len(texts)), len(texts))
 
 
 def _schema() -> Any:
@@ -76,10 +110,7 @@ def build_index(
             matrix = np.lib.format.open_memmap(
                 tmp / f"vectors-{mode}.npy", mode="w+", dtype=np.float32, shape=(len(docs), embedder.dimension)
             )
-            for lo in range(0, len(texts), encode_batch):
-                matrix[lo:lo + encode_batch] = embedder.encode(texts[lo:lo + encode_batch])
-                if progress:
-                    progress(f"embedding ({mode})", min(lo + encode_batch, len(texts)), len(texts))
+            _embed(matrix, texts, embedder, encode_batch, progress, mode)
             matrix.flush()
             del matrix
             embedding_block[mode] = {"model": embedder.identity, "dimension": embedder.dimension,

@@ -20,6 +20,7 @@ from harness.errors import UsageError
 from harness.index.chunking import ChunkingPolicy
 from harness.index.documents import EmbeddingTextMode, IndexDoc, meeting_documents
 from harness.index.embed import Embedder
+from harness.index.embedcache import CachingEmbedder
 from harness.index.embedded import build_index
 from harness.index.ingest.messages import Endpoints, StoreEngine
 from harness.model import Corpus
@@ -49,6 +50,16 @@ def _progress(label: str, done: int, total: int) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
+def _cached(embedders: dict[EmbeddingTextMode, Embedder], root: Path | None) -> dict[EmbeddingTextMode, Embedder]:
+    """Each embedder behind the cache at ``root`` (one wrapper per model object, shared by its modes)."""
+    if root is None:
+        return embedders
+    wrapped: dict[int, Embedder] = {}
+    for embedder in embedders.values():
+        wrapped.setdefault(id(embedder), CachingEmbedder(embedder, root))
+    return {mode: wrapped[id(e)] for mode, e in embedders.items()}
+
+
 def corpus_summary(corpus: Corpus) -> dict[str, Any]:
     return {"name": corpus.name, "version": corpus.version, "tier": corpus.tier, "files": len(corpus.meetings),
             "queries": len(corpus.queries), "artefacts_sha256": checksum_digest(corpus.checksums),
@@ -71,6 +82,7 @@ def build_state(
     pg_dsn: str | None = None,
     shards: str | None = None,
     s3_endpoint: str | None = None,
+    embedding_cache: Path | None = None,
 ) -> dict[str, Any]:
     """Build a state. Without ``dispatch`` (and with the SQLite store) the index is built
     in-process exactly as it always was; with it, it goes through the ingest tasks
@@ -80,6 +92,8 @@ def build_state(
     DSN's search path) at ``pg_dsn``. ``opensearch_url`` is where ``backend="stack"`` indexes.
     ``shards`` is where the ingest tasks leave per-file shards for assembly (default: a folder in
     the state; ``s3://bucket/prefix`` at ``s3_endpoint`` when the workers run elsewhere).
+    ``embedding_cache`` is the embedding cache's root (harness.index.embedcache): the in-process
+    builder encodes only texts it does not hold; the ingest tasks encode as before, uncached.
     """
     policy = policy or ChunkingPolicy()
     names = [c.name for c in corpora]
@@ -107,7 +121,11 @@ def build_state(
                 docs.extend(meeting_documents(meeting, policy))
                 if i % 50 == 0 or i == len(meetings):
                     _progress("chunking", i, len(meetings))
-            meta = build_index(tmp / "index", docs, embedders, progress=_progress)
+            cached = _cached(embedders, embedding_cache)
+            meta = build_index(tmp / "index", docs, cached, progress=_progress)
+            for embedder in {id(e): e for e in cached.values() if isinstance(e, CachingEmbedder)}.values():
+                print(f"  embedding cache {embedder.folder}: {embedder.hits} texts cached, "
+                      f"{embedder.encoded} encoded", file=sys.stderr)
         else:
             # -- through ingest (--dispatch / --store): harness/state/ingest.py ------------------
             meta = build_state_index(tmp, meetings, embedders, policy=policy, dispatch=dispatch or "eager",

@@ -73,8 +73,10 @@ def worker_identity() -> dict[str, Any]:
 
 @lru_cache(maxsize=4)
 def embedder_for(spec: str) -> Embedder:
-    """One loaded model per spec per process (a worker loads it at its first file)."""
-    return SentenceTransformerEmbedder(spec)
+    """One loaded model per spec per process (a worker loads it at its first file). A task encodes one
+    file per call: sentence-transformers' own batches (harness.index.encoder's one-length batches
+    would be mostly fill copies there), so a file's vectors depend on that file's texts."""
+    return SentenceTransformerEmbedder(spec, batching=None)
 
 
 def meeting_from_segments(header: Mapping[str, Any], segments: Sequence[Segment]) -> Meeting:
