@@ -221,6 +221,8 @@ fi
 # The wheels images/locks/*.txt pin, by hash, into the wheel cache: a fresh clone has none. Only
 # REPIN=1 re-resolves them (images/lock.sh): a clone built later must not pick up what PyPI released
 # since the lock was committed (it did: the worker and scoring images of one run got different locks).
+# --resume-retries: a fresh clone's download of the ~3 GB of CUDA wheels broke off mid-file (109 of
+# 151 MB, "not enough bytes were received") once pip's own retries, which start over, were spent.
 wheels_missing() {
   python3 - "$WHEELS" images/locks/worker.txt images/locks/eval.txt <<'EOF'
 import pathlib, re, sys
@@ -237,7 +239,7 @@ if want worker || want scoring; then
     [[ -x .venv/bin/python ]] || die 2 "the pinned wheels are not all in $WHEELS, and fetching them needs .venv (make setup)"
     log "wheels: downloading what images/locks/{worker,eval}.txt pin into $WHEELS (sha256-checked)"
     mkdir -p "$WHEELS"
-    .venv/bin/python -m pip download --quiet --no-deps --only-binary=:all: --require-hashes -d "$WHEELS" \
+    .venv/bin/python -m pip download --quiet --no-deps --only-binary=:all: --require-hashes --resume-retries 10 -d "$WHEELS" \
       -r images/locks/worker.txt -r images/locks/eval.txt || die 1 "pip download of the pinned wheels failed"
   fi
 fi
