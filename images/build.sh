@@ -117,6 +117,7 @@ build_image() {
     log "$name: unchanged ($tag, ${DIGEST[$name]:0:19}...)"
     return 0
   fi
+  [[ $name == worker || $name == scoring ]] && ensure_wheels
   log "$name: building ($tag)"
   local_ref="localhost/ragsweep/$name:$tag"
   local -a args=(build "${RUNOPTS[@]}" --quiet --timestamp 0 --layers --tls-verify=false -f "$ctx/Containerfile" -t "$local_ref")
@@ -232,16 +233,17 @@ pins = [l.split()[0].split("==") for lock in sys.argv[2:] for l in open(lock) if
 sys.exit(0 if any((norm(n), v) not in have for n, v in pins) else 1)
 EOF
 }
-if want worker || want scoring; then
-  if [[ $REPIN == 1 ]]; then
-    bash images/lock.sh
-  elif wheels_missing; then
-    [[ -x .venv/bin/python ]] || die 2 "the pinned wheels are not all in $WHEELS, and fetching them needs .venv (make setup)"
-    log "wheels: downloading what images/locks/{worker,eval}.txt pin into $WHEELS (sha256-checked)"
-    mkdir -p "$WHEELS"
-    .venv/bin/python -m pip download --quiet --no-deps --only-binary=:all: --require-hashes --resume-retries 10 -d "$WHEELS" \
-      -r images/locks/worker.txt -r images/locks/eval.txt || die 1 "pip download of the pinned wheels failed"
-  fi
+# Fetched only when worker or scoring is about to be built: an unchanged image needs no wheels.
+ensure_wheels() {
+  wheels_missing || return 0
+  [[ -x .venv/bin/python ]] || die 2 "the pinned wheels are not all in $WHEELS, and fetching them needs .venv (make setup)"
+  log "wheels: downloading what images/locks/{worker,eval}.txt pin into $WHEELS (sha256-checked)"
+  mkdir -p "$WHEELS"
+  .venv/bin/python -m pip download --quiet --no-deps --only-binary=:all: --require-hashes --resume-retries 10 -d "$WHEELS" \
+    -r images/locks/worker.txt -r images/locks/eval.txt || die 1 "pip download of the pinned wheels failed"
+}
+if [[ $REPIN == 1 ]] && { want worker || want scoring; }; then
+  bash images/lock.sh
 fi
 for target in worker scoring; do
   want "$target" || continue
