@@ -39,9 +39,10 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 for n in $ONLY; do [[ " $ALL " == *" $n "* ]] || die 2 "unknown image '$n' (one of: $ALL)"; done
-for t in buildah debootstrap dpkg-query gcc curl; do
-  command -v "$t" >/dev/null || die 2 "needs $t (apt-get install buildah debootstrap gcc curl)"
-done
+# shellcheck source=../stack/apt.sh
+source stack/apt.sh
+apt_ensure buildah:buildah debootstrap:debootstrap dpkg-query:dpkg gcc:gcc curl:curl \
+  || die 2 "needs buildah, debootstrap, gcc and curl (Debian packages)"
 BUILDAH=(buildah --storage-driver overlay)
 RUNOPTS=(--runtime runc --ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
 mkdir -p "$OUT/sbom" "$OUT/ctx" "$WHEELS"

@@ -10,6 +10,8 @@ REPO_ROOT="$(cd "$STACK_SRC/.." && pwd)"
 source "$STACK_SRC/versions.env"
 # shellcheck source=proc.sh
 source "$STACK_SRC/proc.sh"
+# shellcheck source=apt.sh
+source "$STACK_SRC/apt.sh"
 
 # shellcheck disable=SC2034 # used by up.sh
 STACK_ALL_SERVICES=(postgres redis s3 opensearch)
@@ -126,18 +128,8 @@ ensure_os_user() {
     --shell /usr/sbin/nologin "$OS_USER"
 }
 
-# ensure_debian_pkg COMMAND PACKAGE: install PACKAGE from Debian when COMMAND is missing.
-ensure_debian_pkg() {
-  local cmd=$1 pkg=$2
-  if [[ $cmd == /* ]]; then compgen -G "$cmd" >/dev/null && return 0; else command -v "$cmd" >/dev/null && return 0; fi
-  is_root || stack_die "$cmd not found; install the Debian package '$pkg' (sudo apt-get install -y $pkg)"
-  stack_log "installing Debian package $pkg"
-  # apt's package lists may be absent on a fresh machine: fetch them once when needed.
-  apt-cache show "$pkg" >/dev/null 2>&1 || apt-get update -q >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" >&2 \
-    || { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" >&2; } \
-    || stack_die "apt-get install $pkg failed"
-}
+# ensure_debian_pkg COMMAND PACKAGE: install PACKAGE from Debian when COMMAND is missing (stack/apt.sh).
+ensure_debian_pkg() { apt_ensure "$1:$2" || stack_die "$1 not found and Debian package '$2' not installed"; }
 
 # java_major JAVA_HOME: the feature release number of that JDK/JRE, or nothing.
 java_major() {

@@ -29,6 +29,8 @@ export RAGSWEEP_K8S_APISERVER_PORT="${RAGSWEEP_CLUSTER_APISERVER_PORT:-17443}"
 export RAGSWEEP_K8S_KCM_PORT="${RAGSWEEP_CLUSTER_KCM_PORT:-11357}"
 export RAGSWEEP_K8S_SCHEDULER_PORT="${RAGSWEEP_CLUSTER_SCHEDULER_PORT:-11359}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../apt.sh"
 
 NODE_NAME=${RAGSWEEP_CLUSTER_NODE:-ragsweep-node-0}
 POD_CIDR=10.244.0.0/24
@@ -368,10 +370,10 @@ case "${1:-}" in
         $([[ $NETWORK_POLICY == on ]] && echo kube-network-policies); do
       [[ -x $K8S_BIN/$b ]] || { echo "cluster: $K8S_BIN/$b missing (make k8s-apiserver-tools)" >&2; exit 2; }
     done
-    for t in containerd runc ctr iptables iptables-restore conntrack ip kubectl; do
-      command -v "$t" >/dev/null || { echo "cluster: needs $t (apt-get install containerd runc iptables conntrack iproute2)" >&2; exit 2; }
-    done
-    [[ -x $CNI_BIN/bridge ]] || { echo "cluster: no CNI plugins in $CNI_BIN (apt-get install containernetworking-plugins)" >&2; exit 2; }
+    apt_ensure containerd:containerd runc:runc ctr:containerd iptables:iptables iptables-restore:iptables \
+        conntrack:conntrack ip:iproute2 "$CNI_BIN/bridge:containernetworking-plugins" \
+      || { echo "cluster: needs containerd, runc, iptables, conntrack, iproute2 and the CNI plugins in $CNI_BIN (Debian packages)" >&2; exit 2; }
+    command -v kubectl >/dev/null || { echo "cluster: needs kubectl on PATH" >&2; exit 2; }
     mkdir -p "$K8S_DIR" "$K8S_RUN" "$K8S_LOGS" "$K8S_DIR/etcd" "$K8S_DIR/apiserver"
     [[ -e $K8S_MARKER ]] || printf 'ragsweep single-node cluster; created %s\n' "$(date -u +%FT%TZ)" >"$K8S_MARKER"
     exec 9>"$K8S_DIR/.lock"
