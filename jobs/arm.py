@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         # The arm's config is bench's own configuration model: handed over as is, never turned back into argv.
-        config = BenchConfig.for_arm(arm.arm_config, control_name=arm.name, workers=args.workers,
-                                     backend=args.backend, reranker=args.reranker)
+        config = BenchConfig(arm=arm.arm_config, control_name=arm.name, workers=args.workers,
+                             backend=args.backend, reranker=args.reranker)
         state = State.open(args.state)
         embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL)
         with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
