@@ -19,6 +19,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.cli import logging_to_stderr
 from harness.commands.settings import settings
 from harness.errors import EXIT_INTERNAL, HarnessError
 from harness.model import BACKENDS
@@ -82,6 +83,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with logging_to_stderr(prog="jobs.arm"):
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = parse(argv)
     try:
         return run(args)

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.cli import logging_to_stderr
 from harness.errors import EXIT_INTEGRITY, HarnessError
 from harness.sweep.baselines import BASELINES, ROOT, Checked, check, derive, load
 
@@ -35,6 +36,11 @@ def _check_command(names: Sequence[str], *, ci_only: bool, work_root: Path) -> i
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with logging_to_stderr(prog="jobs.baselines"):
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     p = argparse.ArgumentParser(prog="python -m jobs.baselines")
     p.add_argument("command", choices=["check", "derive"])
     p.add_argument("names", nargs="*")

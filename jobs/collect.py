@@ -13,11 +13,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.cli import logging_to_stderr
 from harness.commands.settings import settings
 from harness.errors import HarnessError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with logging_to_stderr(prog="jobs.collect"):
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     env = settings()
     p = argparse.ArgumentParser(prog="python -m jobs.collect", description=__doc__.split("\n\n")[0])
     p.add_argument("--store", default=env.store)
