@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-JOBS = ("arm", "collect", "baselines")
+JOBS = ("arm", "collect", "sync", "baselines")
 
 
 @pytest.mark.parametrize("name", JOBS)

@@ -38,6 +38,11 @@ class Settings(BaseSettings):
     reranker: Path | None = None
     workers: int = 1
     backend: Backend = "embedded"
+    # -- what the sync containers are told (jobs/sync.py) ---------------------------------------
+    sync_key: str | None = None  # the archive's key in the store
+    sync_from: Path | None = None  # push: the folder to pack
+    sync_out: Path | None = None  # pull: the folder to unpack into
+    sync_wait: float = 0.0  # pull: seconds to wait for the archive to appear
 
 
 def settings() -> Settings:
