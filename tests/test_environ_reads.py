@@ -26,12 +26,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
         5, "writes, not reads: setdefault of the Hugging Face offline/quiet switches just before "
            "sentence-transformers is imported, which those libraries read at import; every process that "
            "loads a model (CLI, jobs, Celery workers, tests) passes through here"),
-    "harness/sweep/executor.py": (
-        3, "the local executor passes its environment on to the arm processes it starts (PYTHONPATH, TMPDIR); "
-           "owned by the k8s/executor work, not yet moved"),
-    "harness/sweep/k8s/executor.py": (
-        6, "the Kubernetes launcher's RAGSWEEP_K8S_* variables and in-cluster detection; owned by the k8s "
-           "work, not yet moved into Settings"),
 }
 
 
