@@ -19,10 +19,10 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cli import logging_to_stderr
 from harness.commands.settings import settings
 from harness.errors import EXIT_INTERNAL, HarnessError
 from harness.model import BACKENDS
+from jobs import entrypoint
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -83,17 +83,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    with logging_to_stderr(prog="jobs.arm"):
-        return _main(argv)
+    return entrypoint("jobs.arm", _main, argv)
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = parse(argv)
-    try:
-        return run(args)
-    except HarnessError as e:
-        print(f"jobs.arm: error: {e}", file=sys.stderr)
-        return e.exit_code
+    return run(parse(argv))
 
 
 if __name__ == "__main__":

@@ -16,9 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cli import logging_to_stderr
 from harness.commands.settings import settings
-from harness.errors import HarnessError
+from jobs import entrypoint
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -43,27 +42,22 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    with logging_to_stderr(prog="jobs.sync"):
-        return _main(argv)
+    return entrypoint("jobs.sync", _main, argv)
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = parse(argv)
-    try:
-        from harness.objectstore import open_store
-        from harness.sweep.k8s.sync import pull, push
+    from harness.objectstore import open_store
+    from harness.sweep.k8s.sync import pull, push
 
-        store = open_store(args.store, args.s3_endpoint)
-        if args.action == "push":
-            digest = push(store, args.source, args.key, args.beside)
-            print(f"pushed {args.source} to {store.describe()}/{args.key} ({digest[:12]})")
-        else:
-            digest = pull(store, args.key, args.out, wait_s=args.wait)
-            print(f"pulled {store.describe()}/{args.key} ({digest[:12]}) into {args.out}")
-        return 0
-    except HarnessError as e:
-        print(f"jobs.sync: error: {e}", file=sys.stderr)
-        return e.exit_code
+    args = parse(argv)
+    store = open_store(args.store, args.s3_endpoint)
+    if args.action == "push":
+        digest = push(store, args.source, args.key, args.beside)
+        print(f"pushed {args.source} to {store.describe()}/{args.key} ({digest[:12]})")
+    else:
+        digest = pull(store, args.key, args.out, wait_s=args.wait)
+        print(f"pulled {store.describe()}/{args.key} ({digest[:12]}) into {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
