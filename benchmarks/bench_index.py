@@ -37,7 +37,6 @@ def main() -> int:
     from harness.index.documents import doc_from_record, embedding_text
     from harness.index.embed import SentenceTransformerEmbedder
     from harness.index.embedded import build_index
-    from harness.retrieval.fusion import parse_fusion_args
     from harness.state import State
 
     state = State.open(args.state)
@@ -64,7 +63,7 @@ def main() -> int:
 
     out = Path(tempfile.mkdtemp(prefix="bench-latency-"))
     try:
-        config = BenchConfig(control_name="bench-latency", fusion=parse_fusion_args(None, None, None, None, None))
+        config = BenchConfig(control_name="bench-latency")
         run_bench(state, config, embedder, out)
         import json
 

@@ -66,25 +66,31 @@ class _StderrHandler(logging.StreamHandler):
 
 
 class _Formatter(logging.Formatter):
-    """INFO is progress printed as is (what library code used to print); WARNING and above say so."""
+    """INFO is progress printed as is (what library code used to print); WARNING and above say so,
+    after the program's name, as its error lines do (``ragsweep: warning: ...``)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__("%(message)s")
+        self.prog = prog
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
         if record.levelno >= logging.WARNING:
-            return f"ragsweep: {record.levelname.lower()}: {text}"
+            return f"{self.prog}: {record.levelname.lower()}: {text}"
         return text
 
 
 @contextmanager
-def logging_to_stderr(level: int = logging.INFO) -> Iterator[None]:
+def logging_to_stderr(level: int = logging.INFO, *, prog: str = "ragsweep") -> Iterator[None]:
     """Library code logs to ``harness.*`` loggers; the CLI decides that INFO and above reach stderr.
 
     Only the ``harness`` logger is configured (botocore, urllib3 keep their own defaults), and only
-    while a command runs, so calling ``main`` many times (tests do) stacks nothing.
+    while a command runs, so calling ``main`` many times (tests do) stacks nothing. Every jobs/
+    entrypoint runs under it too, with its own name as ``prog`` (``jobs.arm: warning: ...``).
     """
     logger = logging.getLogger("harness")
     handler = _StderrHandler()
-    handler.setFormatter(_Formatter("%(message)s"))
+    handler.setFormatter(_Formatter(prog))
     previous = logger.level
     logger.addHandler(handler)
     logger.setLevel(level)

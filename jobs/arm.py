@@ -22,6 +22,7 @@ from pathlib import Path
 from harness.commands.settings import settings
 from harness.errors import EXIT_INTERNAL, HarnessError
 from harness.model import BACKENDS
+from jobs import entrypoint
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -61,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         # The arm's config is bench's own configuration model: handed over as is, never turned back into argv.
-        config = BenchConfig.for_arm(arm.arm_config, control_name=arm.name, workers=args.workers,
-                                     backend=args.backend, reranker=args.reranker)
+        config = BenchConfig(arm=arm.arm_config, control_name=arm.name, workers=args.workers,
+                             backend=args.backend, reranker=args.reranker)
         state = State.open(args.state)
         embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL)
         with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
@@ -82,12 +83,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse(argv)
-    try:
-        return run(args)
-    except HarnessError as e:
-        print(f"jobs.arm: error: {e}", file=sys.stderr)
-        return e.exit_code
+    return entrypoint("jobs.arm", _main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    return run(parse(argv))
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import EXIT_INTEGRITY, HarnessError
+from harness.errors import EXIT_INTEGRITY
 from harness.sweep.baselines import BASELINES, ROOT, Checked, check, derive, load
+from jobs import entrypoint
 
 
 def _print_verdict(verdict: Checked) -> None:
@@ -35,24 +36,24 @@ def _check_command(names: Sequence[str], *, ci_only: bool, work_root: Path) -> i
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return entrypoint("jobs.baselines", _main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     p = argparse.ArgumentParser(prog="python -m jobs.baselines")
     p.add_argument("command", choices=["check", "derive"])
     p.add_argument("names", nargs="*")
     p.add_argument("--ci", action="store_true", help="only the baselines marked ci")
     p.add_argument("--work", type=Path, default=ROOT / "var" / "baselines-work")
     args = p.parse_args(argv)
-    try:
-        if args.command == "derive":
-            for name in args.names:
-                results = derive(BASELINES / name, args.work / name)
-                for file in load(BASELINES / name)["files"]:
-                    shutil.copyfile(results / file, BASELINES / name / file)
-                print(f"derived {name}")
-            return 0
-        return _check_command(args.names, ci_only=args.ci, work_root=args.work)
-    except HarnessError as e:
-        print(f"baselines: error: {e}", file=sys.stderr)
-        return e.exit_code
+    if args.command == "derive":
+        for name in args.names:
+            results = derive(BASELINES / name, args.work / name)
+            for file in load(BASELINES / name)["files"]:
+                shutil.copyfile(results / file, BASELINES / name / file)
+            print(f"derived {name}")
+        return 0
+    return _check_command(args.names, ci_only=args.ci, work_root=args.work)
 
 
 if __name__ == "__main__":

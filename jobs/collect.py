@@ -14,10 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.commands.settings import settings
-from harness.errors import HarnessError
+from jobs import entrypoint
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return entrypoint("jobs.collect", _main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     env = settings()
     p = argparse.ArgumentParser(prog="python -m jobs.collect", description=__doc__.split("\n\n")[0])
     p.add_argument("--store", default=env.store)
@@ -28,16 +32,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not args.store or not args.sweep_id:
         p.error("--store and --sweep-id (or RAGSWEEP_STORE / RAGSWEEP_SWEEP_ID) are required")
-    try:
-        from harness.sweep.executor import collect_sweep, open_store
+    from harness.sweep.executor import collect_sweep, open_store
 
-        store = open_store(args.store, args.s3_endpoint)
-        key = collect_sweep(store, args.sweep_id, args.arms, args.manifest)
-        print(f"comparison: {store.describe()}/{key}")
-        return 0
-    except HarnessError as e:
-        print(f"jobs.collect: error: {e}", file=sys.stderr)
-        return e.exit_code
+    store = open_store(args.store, args.s3_endpoint)
+    key = collect_sweep(store, args.sweep_id, args.arms, args.manifest)
+    print(f"comparison: {store.describe()}/{key}")
+    return 0
 
 
 if __name__ == "__main__":

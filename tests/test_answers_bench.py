@@ -17,7 +17,6 @@ from harness.commands.bench import config_from_args
 from harness.errors import UsageError
 from harness.metrics.measures import MEASURES
 from harness.report.answers_md import ANSWER_COLUMNS, render_answers_md
-from harness.retrieval.fusion import parse_fusion_args
 from harness.state import State
 from harness.state.build import build_state
 from harness.synthetic.adapter import read_synthetic
@@ -47,7 +46,7 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> State:
 
 
 def _config(answerer: str, **policy: object) -> BenchConfig:
-    return BenchConfig(control_name=f"answers-{answerer}", fusion=parse_fusion_args(None, None, None, None, None),
+    return BenchConfig(control_name=f"answers-{answerer}",
                        answers=AnswerSettings(answerer=answerer, policy=ScoringPolicy(**policy)))  # type: ignore[arg-type]
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from pydantic import ValidationError
 
+from harness.bench.arm import ArmConfig
 from harness.bench.config import BenchConfig
 from harness.bench.stages import STAGES
 from harness.commands.bench import add_retrieval_flags
 from harness.errors import UsageError
-from harness.retrieval.fusion import parse_fusion_args
 
 
 def test_the_cli_offers_exactly_the_registered_stages() -> None:
@@ -35,19 +36,18 @@ def test_each_stage_declares_its_shape(stage: str, pooled: bool, needs_reranker:
 
 
 def test_a_pooled_stage_records_its_budget_and_a_retrieve_stage_does_not() -> None:
-    fusion = parse_fusion_args(None, None, None, None, None)
-    diversify = BenchConfig(control_name="x", fusion=fusion, stage="diversify", candidate_pool=32, size=12)
+    diversify = BenchConfig(control_name="x", arm=ArmConfig(stage="diversify", candidate_pool=32, size=12))
     block = diversify.retrieval_block(None)
     assert (block["size"], block["candidate_pool"], block["fusion_window"]) == (32, 32, 128)
     assert "rerank_max_pairs" not in block
-    retrieve = BenchConfig(control_name="x", fusion=fusion, size=12).retrieval_block(None)
+    retrieve = BenchConfig(control_name="x", arm=ArmConfig(size=12)).retrieval_block(None)
     assert (retrieve["size"], retrieve["fusion_window"]) == (12, 100)
     assert "candidate_pool" not in retrieve
 
 
 def test_a_stage_that_needs_the_reranker_refuses_to_start_without_one() -> None:
     with pytest.raises(UsageError, match="--stage rerank needs --reranker DIR"):
-        BenchConfig(control_name="x", fusion=parse_fusion_args(None, None, None, None, None), stage="rerank")
+        BenchConfig(control_name="x", arm=ArmConfig(stage="rerank"))
 
 
 def test_the_arm_model_spells_the_registered_stages() -> None:
@@ -56,3 +56,17 @@ def test_the_arm_model_spells_the_registered_stages() -> None:
     from harness.bench.arm import Stage
 
     assert get_args(Stage) == tuple(STAGES)
+
+
+def test_bench_config_holds_the_arm_whole_and_copies_none_of_its_fields() -> None:
+    # one source: an arm field (and its default) is written in ArmConfig only
+    assert set(BenchConfig.model_fields) & set(ArmConfig.model_fields) == set()
+    config = BenchConfig(control_name="x", arm=ArmConfig(fusion="rrf", rank_constant=60, size=12))
+    assert (config.fusion.method, config.fusion.rank_constant) == ("rrf", 60)
+    assert config.budget.size == 12 and config.retrieval_block(None)["size"] == 12
+    with pytest.raises(ValidationError, match="frozen"):
+        config.workers = 2  # type: ignore[misc]
+    with pytest.raises(UsageError, match=r"--combination-weights 0\.705,0\.295"):
+        BenchConfig(control_name="x", arm=ArmConfig(fusion="normalization", combination_weights="0.705,0.295"))
+    with pytest.raises(UsageError, match="--workers must be at least 1"):
+        BenchConfig(control_name="x", workers=0)

@@ -26,14 +26,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
         5, "writes, not reads: setdefault of the Hugging Face offline/quiet switches just before "
            "sentence-transformers is imported, which those libraries read at import; every process that "
            "loads a model (CLI, jobs, Celery workers, tests) passes through here"),
-    "harness/sweep/executor.py": (
-        3, "the local executor passes its environment on to the arm processes it starts (PYTHONPATH, TMPDIR); "
-           "owned by the k8s/executor work, not yet moved"),
-    "harness/sweep/k8s/executor.py": (
-        6, "the Kubernetes launcher's RAGSWEEP_K8S_* variables and in-cluster detection; owned by the k8s "
-           "work, not yet moved into Settings"),
-    "harness/sweep/k8s/sync.py": (
-        1, "the sync side-car's entrypoint reads its RAGSWEEP_* variables; owned by the k8s work"),
 }
 
 
@@ -85,3 +77,12 @@ def test_the_scan_sees_every_spelling() -> None:
               "os.putenv('Z', '1')\n")
     assert environ_uses(source) == [3, 4, 5, 6, 8]
     assert environ_uses("import os\nx = os.sep\n") == []
+
+
+def test_the_entrypoints_read_the_settings_model_not_os_environ() -> None:
+    # The CLI and jobs/ enter configuration through harness.commands.settings.Settings only.
+    files = [REPO / "harness" / "cli.py", *sorted((REPO / "harness" / "commands").glob("*.py")),
+             *sorted((REPO / "jobs").glob("*.py"))]
+    found = {p.relative_to(REPO).as_posix(): uses for p in files
+             if (uses := environ_uses(p.read_text(encoding="utf-8")))}
+    assert found == {}, f"read these through harness.commands.settings.Settings instead: {found}"

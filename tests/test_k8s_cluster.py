@@ -170,7 +170,7 @@ def release(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         staging = tmp / "staging"
         (staging).mkdir()
         subprocess.run(["cp", "-r", str(corpora), str(staging / "synthetic")], check=True)
-        subprocess.run([sys.executable, "-m", "harness.sweep.k8s.sync", "push", "--store", "s3://ragsweep",
+        subprocess.run([sys.executable, "-m", "jobs.sync", "push", "--store", "s3://ragsweep",
                         "--s3-endpoint", endpoint, "--from", str(staging), "--key", "corpora/corpora.tar.gz"],
                        check=True, cwd=ROOT, capture_output=True, timeout=300)
         kubectl("-n", namespace, "wait", "--for=condition=complete", "job", "-l",

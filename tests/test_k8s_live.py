@@ -43,6 +43,7 @@ pytest.importorskip("sentence_transformers", reason="the embed extra is not inst
 pytest.importorskip("pytrec_eval", reason="the eval extra is not installed")
 
 from harness.sweep.catalogue import CATALOGUE, config_hash
+from harness.sweep.comparison import read_comparison
 from harness.sweep.executor import measurement_identity, open_store
 from harness.sweep.k8s.builders import DETERMINISTIC_EXIT_CODES, arm_job_name, collector_job_name
 from harness.sweep.k8s.executor import K8sExecutor, read_settings
@@ -319,9 +320,9 @@ def test_three_arm_sweep_with_a_failing_pod(release: Release, kubelet: Path, sta
     failed_lines = [line for line in comparison.splitlines() if line.startswith("- **failed**")]
     assert any(BAD in line for line in failed_lines), comparison[:3000]
     assert not any(name in line for line in failed_lines for name in GOOD)
-    comparison_json = json.loads(store.get_text(f"sweeps/{sweep_id}/comparison.json"))
-    (fusion,) = comparison_json["families"]
-    assert [entry["arm"] for entry in fusion["failed"]] == [BAD]
+    key = f"sweeps/{sweep_id}/comparison.json"
+    (fusion,) = read_comparison(json.loads(store.get_text(key)), key).families  # the collector's model
+    assert [entry.arm for entry in fusion.failed] == [BAD]
 
     # A rerun of the good arms submits nothing: their artefacts are complete.
     again = executor.run([FAMILY.arm(name) for name in GOOD], sweep_id)
@@ -364,7 +365,8 @@ def test_the_cli_sweeps_a_manifest_family_as_jobs(release: Release, kubelet: Pat
     assert f"sweep {sweep_id}: 2 run, 0 skipped, 0 failed" in printed
     comparison = (out / "sweeps" / sweep_id / "comparison.md").read_text()
     assert "## mini" in comparison and "rrf-90" in comparison
-    assert json.loads((out / "sweeps" / sweep_id / "comparison.json").read_text())["families"][0]["name"] == "mini"
+    path = out / "sweeps" / sweep_id / "comparison.json"
+    assert read_comparison(json.loads(path.read_text()), str(path)).families[0].name == "mini"
     assert main(argv) == 0
     assert f"sweep {sweep_id}: 0 run, 2 skipped, 0 failed" in capsys.readouterr().out
     assert main([*argv, "--backend", "embedded"]) == 2  # the release measures its stack

@@ -37,9 +37,9 @@ def test_the_container_that_ended_the_pod(init: list[k.V1ContainerStatus], main:
 
 def test_the_report_names_a_failed_init_container() -> None:
     result = JobResult("arm-x", False, "BackoffLimitExceeded", "", 2, 5, "arm-x-abc", "Error",
-                       ("sync: error: no state/state.tar.gz",), "fetch-state")
+                       ("jobs.sync: error: no state/state.tar.gz",), "fetch-state")
     assert result.describe() == ("job arm-x failed: BackoffLimitExceeded; 2 pod(s) failed; last pod arm-x-abc: "
-                                 "init container fetch-state exit 5 Error; last log line: sync: error: no "
+                                 "init container fetch-state exit 5 Error; last log line: jobs.sync: error: no "
                                  "state/state.tar.gz")
     plain = JobResult("arm-x", False, "BackoffLimitExceeded", "", 2, 1, "arm-x-abc", "Error", ("boom",))
     assert "last pod arm-x-abc: exit 1 Error" in plain.describe()

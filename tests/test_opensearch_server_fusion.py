@@ -183,13 +183,12 @@ def test_tie_order_and_float32_scores() -> None:
 def test_embedded_backend_refuses_server_fusion() -> None:
     from harness.bench.config import BenchConfig
 
-    fusion = parse_fusion_args(None, None, None, None, None)
     with pytest.raises(UsageError, match="need --backend stack"):
-        BenchConfig(control_name="x", fusion=fusion, fusion_mode="server")
+        BenchConfig(control_name="x", fusion_mode="server")
     with pytest.raises(UsageError, match="need --backend stack"):
-        BenchConfig(control_name="x", fusion=fusion, knn_strategy="hnsw")
-    assert BenchConfig(control_name="x", fusion=fusion).resolved_fusion_mode == "client"
-    stack = BenchConfig(control_name="x", fusion=fusion, backend="stack")
+        BenchConfig(control_name="x", knn_strategy="hnsw")
+    assert BenchConfig(control_name="x").resolved_fusion_mode == "client"
+    stack = BenchConfig(control_name="x", backend="stack")
     assert stack.resolved_fusion_mode == "server"
     assert stack.retrieval_block(None)["fusion_mode"] == "server"
-    assert "fusion_mode" not in BenchConfig(control_name="x", fusion=fusion).retrieval_block(None)
+    assert "fusion_mode" not in BenchConfig(control_name="x").retrieval_block(None)

@@ -56,3 +56,30 @@ def test_the_embedding_cache_is_the_flag_else_the_setting_and_none_is_off(monkey
     assert capsys.readouterr().err == ""
     assert embedding_cache_root("/mine", setting, in_process=False) is None
     assert "not used" in capsys.readouterr().err
+
+
+def test_the_k8s_launcher_gets_its_release_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.commands.sweep import _release
+    from harness.sweep.k8s.executor import DEFAULT_TIMEOUT_S, Release
+
+    for name in ("NAMESPACE", "LAUNCHER_CONFIG", "S3_ENDPOINT", "CONTEXT", "TIMEOUT"):
+        monkeypatch.delenv(f"RAGSWEEP_K8S_{name}", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert _release() == Release() == Release(None, "ragsweep-launcher", None, None, DEFAULT_TIMEOUT_S, False)
+    monkeypatch.setenv("RAGSWEEP_K8S_NAMESPACE", "ragsweep-abc")
+    monkeypatch.setenv("RAGSWEEP_K8S_LAUNCHER_CONFIG", "rs-launcher")
+    monkeypatch.setenv("RAGSWEEP_K8S_S3_ENDPOINT", "http://127.0.0.1:19000")
+    monkeypatch.setenv("RAGSWEEP_K8S_CONTEXT", "kind")
+    monkeypatch.setenv("RAGSWEEP_K8S_TIMEOUT", "90")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    assert _release() == Release("ragsweep-abc", "rs-launcher", "http://127.0.0.1:19000", "kind", 90.0, True)
+
+
+def test_a_k8s_sweep_without_a_namespace_is_a_usage_error_before_any_cluster_call() -> None:
+    import argparse
+
+    from harness.errors import UsageError
+    from harness.sweep.k8s.executor import Release, run_from_args
+
+    with pytest.raises(UsageError, match="needs RAGSWEEP_K8S_NAMESPACE"):
+        run_from_args(argparse.Namespace(), Release())

@@ -14,6 +14,7 @@ import pytest
 from harness.cli import main
 from harness.errors import EXIT_PARTIAL
 from harness.sweep.catalogue import load_manifest
+from harness.sweep.comparison import ComparisonDoc, read_comparison
 from harness.sweep.executor import LocalExecutor, collect_sweep, open_store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qmsum"
@@ -45,6 +46,12 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def _comparison(sweep: Path) -> ComparisonDoc:
+    """The sweep's comparison.json, read through the collector's model."""
+    path = sweep / "comparison.json"
+    return read_comparison(json.loads(path.read_text(encoding="utf-8")), str(path))
+
+
 @pytest.fixture
 def manifest(tmp_path: Path) -> Path:
     path = tmp_path / "arms.json"
@@ -62,9 +69,8 @@ def test_resume_runs_only_the_missing_arm_and_collect_names_it(state: Path, mani
     # as if rrf-60's process had been killed before it published anything
     shutil.rmtree(store_root / "sweeps" / "s1" / "mini" / "rrf-60")
     collect_sweep(open_store(str(store_root)), "s1", "mini", manifest)
-    comparison = json.loads((store_root / "sweeps" / "s1" / "comparison.json").read_text())
-    family = next(f for f in comparison["families"] if f["name"] == "mini")
-    assert [m["arm"] for m in family["missing"]] == ["rrf-60"]
+    family = _comparison(store_root / "sweeps" / "s1").family("mini")
+    assert family is not None and [m.arm for m in family.missing] == ["rrf-60"]
     assert "rrf-60" in (store_root / "sweeps" / "s1" / "comparison.md").read_text()
 
     second = executor.run(arms, "s1")
@@ -162,9 +168,9 @@ def test_the_sweep_records_its_catalogue_and_the_collector_reads_it(state: Path,
     assert [o.status for o in report.outcomes] == ["published", "published"]
     assert load_manifest(store_root / "sweeps" / "cat1" / "catalogue.json") == catalogue
     assert collect_job.main(["--store", str(store_root), "--sweep-id", "cat1", "--arms", "mini"]) == 0
-    comparison = json.loads((store_root / "sweeps" / "cat1" / "comparison.json").read_text())
-    family = next(f for f in comparison["families"] if f["name"] == "mini")
-    assert [m["arm"] for m in family["missing"]] == ["norm-minmax-arith"]  # never run: named, from the catalogue
+    family = _comparison(store_root / "sweeps" / "cat1").family("mini")
+    assert family is not None
+    assert [m.arm for m in family.missing] == ["norm-minmax-arith"]  # never run: named, from the catalogue
 
 
 def test_a_corrupt_recorded_catalogue_is_a_one_line_input_error(tmp_path: Path) -> None:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from harness.cli import main
 from harness.sweep.catalogue import CATALOGUE
+from harness.sweep.comparison import ComparisonDoc, read_comparison
 from harness.sweep.gate import INERT, LOOKUP_REGRESSED, LOSS, SPLIT, WIN
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def _fusion_subset(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, Path, Path]:
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[ComparisonDoc, str, Path, Path]:
     pytest.importorskip("sentence_transformers")
     root = tmp_path_factory.mktemp("two-corpora")
     qmsum = root / "qmsum"
@@ -67,33 +67,35 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str
     store = root / "store"
     assert main(["sweep", "run", "--state", str(state), "--manifest", str(manifest), "--arms", "fusion",
                  "--workers", "2", "--out", str(store), "--sweep-id", "two"]) == 0
-    comparison = json.loads((store / "sweeps" / "two" / "comparison.json").read_text())
+    path = store / "sweeps" / "two" / "comparison.json"
+    comparison = read_comparison(json.loads(path.read_text(encoding="utf-8")), str(path))  # the collector's model
     markdown = (store / "sweeps" / "two" / "comparison.md").read_text()
     return comparison, markdown, store, manifest
 
 
 def test_the_comparison_carries_both_corpora_with_deltas_intervals_and_holm(sweep) -> None:
     comparison, _, _, _ = sweep
-    assert comparison["corpora"] == CORPORA and comparison["single_corpus"] is False
-    (family,) = comparison["families"]
-    assert family["failed"] == [] and family["missing"] == []
-    assert family["checks"]["corpus_state"]["same"] and family["checks"]["query_set"]["same"]
-    assert sorted(a["arm"] for a in family["arms"]) == sorted(set(ARMS) - {family["control"]})
-    for arm in family["arms"]:
+    assert comparison.corpora == CORPORA and comparison.single_corpus is False
+    (family,) = comparison.families
+    assert family.failed == [] and family.missing == []
+    assert family.checks["corpus_state"]["same"] and family.checks["query_set"]["same"]
+    assert sorted(a.arm for a in family.arms) == sorted(set(ARMS) - {family.control})
+    for arm in family.arms:
         for corpus in CORPORA:
             for query_class in ("all", "lookup"):
-                cell = next(c for c in arm["cells"] if (c["corpus"], c["query_class"], c["measure"])
+                cell = next(c for c in arm.cells if (c.corpus, c.query_class, c.measure)
                             == (corpus, query_class, "nDCG@10"))
-                assert cell["counts_match"] and cell["n_matched"] > 0
-                assert cell["delta"] == pytest.approx(cell["arm"] - cell["control"], abs=1e-12)
-                assert cell["p_holm"] is not None and cell["p_holm"] >= cell["p"]
-                if not cell["per_query_identical"]:
-                    assert cell["ci"] is not None and cell["ci"][0] <= cell["mean_paired_delta"] <= cell["ci"][1]
+                assert cell.counts_match and cell.n_matched > 0
+                assert cell.delta == pytest.approx(cell.arm - cell.control, abs=1e-12)
+                assert cell.p_holm is not None and cell.p is not None and cell.p_holm >= cell.p
+                if not cell.per_query_identical:
+                    assert cell.ci is not None and cell.mean_paired_delta is not None
+                    assert cell.ci[0] <= cell.mean_paired_delta <= cell.ci[1]
 
 
 def test_every_arm_gets_a_two_corpus_verdict(sweep) -> None:
     comparison, markdown, _, _ = sweep
-    verdicts = {a["arm"]: a["verdict"] for a in comparison["families"][0]["arms"]}
+    verdicts = {a.arm: a.verdict for a in comparison.families[0].arms}
     assert len(verdicts) == len(ARMS) - 1 and set(verdicts.values()) <= GATE_VERDICTS, verdicts
     assert "single-corpus" not in markdown
     for corpus in CORPORA:
@@ -108,8 +110,8 @@ def test_agreement_runs_on_the_two_corpus_sweep(sweep, capsys: pytest.CaptureFix
     doc = json.loads(capsys.readouterr().out)
     assert doc["corpora"] == {"first": "qmsum", "second": "synthetic"} and doc["not_measured"] == []
     # Each arm's pair is its all-row nDCG@10 delta in the comparison, corpus by corpus.
-    gate_deltas = {(a["arm"], c["corpus"]): c["delta"] for a in comparison["families"][0]["arms"]
-                   for c in a["cells"] if (c["query_class"], c["measure"]) == ("all", "nDCG@10")}
+    gate_deltas = {(a.arm, c.corpus): c.delta for a in comparison.families[0].arms
+                   for c in a.cells if (c.query_class, c.measure) == ("all", "nDCG@10")}
     assert {(a["arm"], "qmsum"): a["first"] for a in doc["arms"]} | {
         (a["arm"], "synthetic"): a["second"] for a in doc["arms"]} == pytest.approx(gate_deltas, abs=1e-12)
     assert [s["set"] for s in doc["sets"]] == ["fusion", "pooled"]

@@ -47,20 +47,20 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     corpora = [c for c in state.corpora if not config.corpora or c.name in config.corpora]
     if not corpora:
         raise UsageError(f"no corpus of {', '.join(config.corpora)} in the state {state.path}")
-    embedding = state.index.meta["embedding"].get(config.embedding_text)
+    embedding = state.index.meta["embedding"].get(config.arm.embedding_text)
     if embedding is None:
-        state.index.vectors(config.embedding_text)  # raises with the rebuild hint
+        state.index.vectors(config.arm.embedding_text)  # raises with the rebuild hint
     uses_stack = "stack" in (config.backend, config.time_also)
     # settles the stack's index, or refuses to measure it
     opened = open_stack(state, opensearch_url, config.knn_strategy, config.settle_timeout) if uses_stack else None
     stack = opened if config.backend == "stack" else None
     search: Any = stack.backend if stack else state.index
-    dimension = stack.backend.dimension(config.embedding_text) if stack else embedding["dimension"]
+    dimension = stack.backend.dimension(config.arm.embedding_text) if stack else embedding["dimension"]
     index_block = {
-        **survey(search.embedding_models(config.embedding_text), dimension=dimension,
+        **survey(search.embedding_models(config.arm.embedding_text), dimension=dimension,
                  configured=embedder.identity),
         **search.describe(),
-        "embedding_text": config.embedding_text,
+        "embedding_text": config.arm.embedding_text,
     }
     refuse_mixed(index_block)
     if embedding["model"] != embedder.identity:
@@ -78,16 +78,16 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     judgements = judge(queries, meetings, state.chunks(), config.policy)
     judged = [q for q in queries if q.id in set(judgements.judged_queries)]
     vectors = embedder.encode([q.text for q in judged]) if judged else None
-    retriever: Any = (stack.retriever(config.embedding_text, config.fusion, config.resolved_fusion_mode) if stack
-                      else HybridRetriever(state.index, config.embedding_text, config.fusion))
+    retriever: Any = (stack.retriever(config.arm.embedding_text, config.fusion, config.resolved_fusion_mode) if stack
+                      else HybridRetriever(state.index, config.arm.embedding_text, config.fusion))
     paired: Any = None
     if config.time_also == "stack":
         assert opened is not None
-        paired = opened.retriever(config.embedding_text, config.fusion, config.fusion_mode or "server")
+        paired = opened.retriever(config.arm.embedding_text, config.fusion, config.fusion_mode or "server")
     elif config.time_also == "embedded":
-        paired = HybridRetriever(state.index, config.embedding_text, config.fusion)
+        paired = HybridRetriever(state.index, config.arm.embedding_text, config.fusion)
     query_run = QueryRun(retriever=retriever, budget=config.budget, judged=judged, vectors=vectors,
-                         gold_files_only=config.scope == "gold-files", reranker=reranker,
+                         gold_files_only=config.arm.scope == "gold-files", reranker=reranker,
                          texts={d["id"]: d["content"] for d in state.index.docs} if reranker else {},
                          paired=paired)
 

@@ -81,8 +81,8 @@ def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
     from harness.bench.config import BenchConfig
     from harness.judge.policy import RelevancePolicy
 
-    return BenchConfig.for_arm(
-        arm_config_from_args(args), control_name=control_name,
+    return BenchConfig(
+        arm=arm_config_from_args(args), control_name=control_name,
         policy=RelevancePolicy(high=args.relevance_high, low=args.relevance_low, binary=args.binary_relevance),
         reranker=args.reranker, workers=getattr(args, "workers", 1), corpora=tuple(getattr(args, "corpus", ())),
         answers=answer_settings_from_args(args),

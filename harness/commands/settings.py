@@ -2,9 +2,9 @@
 
 Only the CLI (harness.commands) and the Job entrypoints (jobs/) read it, and they pass what
 a library function needs down as an argument (the stack's addresses as
-harness.index.ingest.messages.Endpoints). What still reads os.environ under harness/ is listed,
-with why, in tests/test_environ_reads.py: the Celery app (the workers' own entrypoint), the
-Hugging Face offline switches, the k8s launcher and the local executor's child environment.
+harness.index.ingest.messages.Endpoints). What still touches os.environ under harness/ is listed,
+with why, in tests/test_environ_reads.py: the Celery app (the workers' own entrypoint) and the
+Hugging Face offline switches (written, not read).
 A Job spec sets these variables (harness/sweep/k8s/builders.py); on a laptop they are the
 stack's addresses (stack/env.sh). A flag, where an entrypoint has one, wins over its variable.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from harness.model import Backend
@@ -38,6 +39,20 @@ class Settings(BaseSettings):
     reranker: Path | None = None
     workers: int = 1
     backend: Backend = "embedded"
+    # -- what the sync containers are told (jobs/sync.py) ---------------------------------------
+    sync_key: str | None = None  # the archive's key in the store
+    sync_from: Path | None = None  # push: the folder to pack
+    sync_out: Path | None = None  # pull: the folder to unpack into
+    sync_wait: float = 0.0  # pull: seconds to wait for the archive to appear
+    # -- the Kubernetes launcher (ragsweep sweep run --executor k8s; docs/kubernetes.md). Unset is
+    # harness.sweep.k8s.executor.Release's default (launcher ConfigMap ragsweep-launcher, 6 h) ----
+    k8s_namespace: str | None = None  # the chart release's namespace
+    k8s_launcher_config: str | None = None  # the ConfigMap holding the launcher settings
+    k8s_s3_endpoint: str | None = None  # the store as the launcher reaches it (a port-forward)
+    k8s_context: str | None = None  # the kubeconfig context (default: the current one)
+    k8s_timeout: float | None = None  # the sweep's overall deadline, in seconds
+    # Not RAGSWEEP_: Kubernetes sets it in every pod; the launcher then uses the pod's service account.
+    kubernetes_service_host: str | None = Field(None, validation_alias="KUBERNETES_SERVICE_HOST")
 
 
 def settings() -> Settings:

@@ -6,8 +6,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.model import BACKENDS
+
+if TYPE_CHECKING:
+    from harness.sweep.k8s.executor import Release
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -88,6 +92,19 @@ def _settled(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def _release() -> Release:
+    """Where the k8s launcher finds the release, from the settings (RAGSWEEP_K8S_*; unset: Release's default)."""
+    from harness.commands.settings import settings
+    from harness.sweep.k8s.executor import Release
+
+    env, default = settings(), Release()
+    return Release(
+        namespace=env.k8s_namespace, s3_endpoint=env.k8s_s3_endpoint, context=env.k8s_context,
+        launcher_config=default.launcher_config if env.k8s_launcher_config is None else env.k8s_launcher_config,
+        timeout_s=default.timeout_s if env.k8s_timeout is None else env.k8s_timeout,
+        in_cluster=bool(env.kubernetes_service_host))
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.errors import EXIT_PARTIAL
     from harness.sweep.catalogue import select_arms
@@ -97,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     if args.executor == "k8s":
         from harness.sweep.k8s.executor import run_from_args
 
-        return run_from_args(args)
+        return run_from_args(args, _release())
     catalogue = catalogue_for(args.manifest)
     arms = select_arms(catalogue, args.arms)
     sweep_id = _sweep_id(args)

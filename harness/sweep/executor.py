@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -158,9 +158,8 @@ class LocalExecutor:
                 pending.append(arm)
         self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - len(pending)} already complete, "
                   f"{len(pending)} to run on {min(self.workers, max(1, len(pending)))} workers")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         running: dict[str, tuple[Arm, subprocess.Popen[bytes], float, Path]] = {}
-        logs = Path(os.environ.get("TMPDIR", "/tmp"))
+        logs = Path(tempfile.gettempdir())
         queue = list(pending)
         done = 0
         while queue or running:
@@ -168,8 +167,10 @@ class LocalExecutor:
                 arm = queue.pop(0)
                 log = logs / f"ragsweep-{sweep_id}-{arm.name}.log"
                 with log.open("wb") as fh:
+                    # The arm inherits this process's environment; under `python -m` the working
+                    # directory leads sys.path, so cwd=ROOT imports jobs and harness from this checkout.
                     proc = subprocess.Popen(self._command(arm, sweep_id), stdout=fh, stderr=subprocess.STDOUT,
-                                            env=env, cwd=ROOT)
+                                            cwd=ROOT)
                 running[arm.name] = (arm, proc, time.perf_counter(), log)
             time.sleep(0.2)
             for name in list(running):

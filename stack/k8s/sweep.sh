@@ -100,7 +100,7 @@ AWS_ACCESS_KEY_ID=$(kubectl -n "$NAMESPACE" get secret "$secret" -o jsonpath='{.
 AWS_SECRET_ACCESS_KEY=$(kubectl -n "$NAMESPACE" get secret "$secret" -o jsonpath='{.data.secret-access-key}' | base64 -d)
 export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_DEFAULT_REGION=us-east-1 RAGSWEEP_S3_ENDPOINT=http://127.0.0.1:$PORT
 staging=$(mktemp -d); for name in $CORPUS_NAMES; do cp -r "$CORPORA" "$staging/$name"; done
-"$PY" -m harness.sweep.k8s.sync push --store s3://ragsweep --from "$staging" --key corpora/corpora.tar.gz
+"$PY" -m jobs.sync push --store s3://ragsweep --from "$staging" --key corpora/corpora.tar.gz
 rm -rf "$staging"
 
 say "waiting for the injector Job (inject, index through the Celery workers, settle)"
@@ -126,7 +126,7 @@ while :; do
 done
 say "injector complete in $((SECONDS - injector_started))s"
 
-"$PY" -m harness.sweep.k8s.sync pull --store s3://ragsweep --key state/state.tar.gz --out "$LOGDIR/state" >&2
+"$PY" -m jobs.sync pull --store s3://ragsweep --key state/state.tar.gz --out "$LOGDIR/state" >&2
 say "the injector's state: $LOGDIR/state"
 
 rc=0

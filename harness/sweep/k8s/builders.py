@@ -41,7 +41,7 @@ DETERMINISTIC_EXIT_CODES = (EXIT_USAGE, EXIT_REFUSED, EXIT_INPUT, EXIT_INTEGRITY
 PYTHON = "python"
 ARM_COMMAND = (PYTHON, "-m", "jobs.arm")
 COLLECT_COMMAND = (PYTHON, "-m", "jobs.collect")
-SYNC_COMMAND = (PYTHON, "-m", "harness.sweep.k8s.sync", "pull")
+SYNC_COMMAND = (PYTHON, "-m", "jobs.sync", "pull")
 SCRATCH = "/tmp"
 UID = 10001
 

@@ -14,12 +14,12 @@ The flow of ``run(arms, sweep_id)``:
    writes one, so the collector names the arm and says why.
 
 ``collect`` then runs ``jobs.collect`` as a Job, whose comparison.md/json land in the store
-beside the arms. ``run_from_args`` is what ``ragsweep sweep run --executor k8s`` calls.
+beside the arms. ``run_from_args`` is what ``ragsweep sweep run --executor k8s`` calls, with
+where the release is (``Release``) from the CLI's settings (``RAGSWEEP_K8S_*``).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
@@ -190,14 +190,27 @@ class K8sExecutor:
 
 # --- the CLI's entry ---------------------------------------------------------------------------
 
-def kube_clients() -> tuple[Any, Any]:
+@dataclass(frozen=True)
+class Release:
+    """Where the launcher finds the chart release and how long it waits: the CLI fills it from its
+    settings (RAGSWEEP_K8S_NAMESPACE, _LAUNCHER_CONFIG, _S3_ENDPOINT, _CONTEXT, _TIMEOUT)."""
+
+    namespace: str | None = None
+    launcher_config: str = "ragsweep-launcher"  # the ConfigMap with the launcher settings
+    s3_endpoint: str | None = None  # the store as the launcher reaches it (a port-forward), if not the release's
+    context: str | None = None  # the kubeconfig context; None: the current one
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    in_cluster: bool = False  # the launcher runs in a pod (KUBERNETES_SERVICE_HOST): its service account
+
+
+def kube_clients(context: str | None = None, *, in_cluster: bool = False) -> tuple[Any, Any]:
     """BatchV1Api and CoreV1Api from the in-cluster service account or the kubeconfig."""
     from kubernetes import client, config
 
-    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+    if in_cluster:
         config.load_incluster_config()
     else:
-        config.load_kube_config(context=os.environ.get("RAGSWEEP_K8S_CONTEXT") or None)
+        config.load_kube_config(context=context or None)
     return client.BatchV1Api(), client.CoreV1Api()
 
 
@@ -211,23 +224,23 @@ def read_settings(core: Any, namespace: str, name: str, policy: RetryPolicy | No
     return parse_settings(data[SETTINGS_KEY], f"configmap {namespace}/{name}")
 
 
-def run_from_args(args: Any) -> int:
-    """``ragsweep sweep run --executor k8s``: the release comes from RAGSWEEP_K8S_NAMESPACE and
-    RAGSWEEP_K8S_LAUNCHER_CONFIG; the store is reached at RAGSWEEP_K8S_S3_ENDPOINT (a
-    port-forward) when the launcher runs outside the cluster."""
+def run_from_args(args: Any, release: Release) -> int:
+    """``ragsweep sweep run --executor k8s``: the release is ``release.namespace`` and
+    ``release.launcher_config``; the store is reached at ``release.s3_endpoint`` (a port-forward)
+    when the launcher runs outside the cluster."""
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import catalogue_for, open_store, publish_catalogue
 
-    namespace = os.environ.get("RAGSWEEP_K8S_NAMESPACE")
+    namespace = release.namespace
     if not namespace:
         raise UsageError("--executor k8s needs RAGSWEEP_K8S_NAMESPACE (the namespace of the chart release; "
                          "`make sweep-k8s` sets it)")
-    batch, core = kube_clients()
-    settings = read_settings(core, namespace, os.environ.get("RAGSWEEP_K8S_LAUNCHER_CONFIG", "ragsweep-launcher"))
+    batch, core = kube_clients(release.context, in_cluster=release.in_cluster)
+    settings = read_settings(core, namespace, release.launcher_config)
     if getattr(args, "backend", None) not in (None, settings.backend):
         raise UsageError(f"--backend {args.backend}: the release's arms measure {settings.backend} (its launcher "
                          "settings); drop --backend, or run --executor local")
-    endpoint = os.environ.get("RAGSWEEP_K8S_S3_ENDPOINT") or args.s3_endpoint or settings.s3_endpoint
+    endpoint = release.s3_endpoint or args.s3_endpoint or settings.s3_endpoint
     store = open_store(settings.store, endpoint)
     with tempfile.TemporaryDirectory(prefix="ragsweep-k8s-state-") as tmp:
         state = Path(tmp)
@@ -240,9 +253,8 @@ def run_from_args(args: Any) -> int:
         catalogue = catalogue_for(args.manifest)
         arms = select_arms(catalogue, args.arms)
         sweep_id = str(args.sweep_id) if args.sweep_id else default_sweep_id(args.arms, identity, settings.backend)
-        timeout = float(os.environ.get("RAGSWEEP_K8S_TIMEOUT", DEFAULT_TIMEOUT_S))
         executor = K8sExecutor(settings, namespace, batch, core, store, state, reranker=args.reranker,
-                               parallelism=args.workers, timeout_s=timeout)
+                               parallelism=args.workers, timeout_s=release.timeout_s)
         publish_catalogue(store, sweep_id, catalogue)  # the collector Job reads the families from here
         report = executor.run(arms, sweep_id)
     collected = executor.collect(sweep_id, args.arms)

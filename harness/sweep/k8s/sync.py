@@ -6,25 +6,20 @@ folder deterministically (sorted names, zeroed owners and times) and writes the 
 then ``<key>.sha256``; ``pull`` waits (optionally) for the archive, checks the sha256 and
 unpacks it with the tarfile ``data`` filter, which refuses absolute paths, ``..`` and links
 leaving the folder. The chart's injector pushes ``state/state.tar.gz`` (and ``state/state.json``
-beside it, for the launcher's identity); every arm pod pulls it in an init container:
-
-    python -m harness.sweep.k8s.sync pull      # RAGSWEEP_STORE, RAGSWEEP_SYNC_KEY, RAGSWEEP_SYNC_OUT
-    python -m harness.sweep.k8s.sync push --from DIR --key state/state.tar.gz --beside state.json
+beside it, for the launcher's identity); every arm pod pulls it in an init container. The
+entrypoint those containers run is ``python -m jobs.sync`` (jobs/sync.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import io
-import os
-import sys
 import tarfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness.errors import HarnessError, IntegrityError, UsageError
+from harness.errors import IntegrityError, UsageError
 from harness.sweep.storage import ArtefactStore, MissingArtefactError
 
 
@@ -101,40 +96,3 @@ def _extract(tar: tarfile.TarFile, out: Path, name: str) -> None:
         member.uname = member.gname = ""
     tar.extractall(root)
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    env = os.environ.get
-    p = argparse.ArgumentParser(prog="python -m harness.sweep.k8s.sync", description=__doc__.split("\n\n")[0])
-    p.add_argument("action", choices=["push", "pull"])
-    p.add_argument("--store", default=env("RAGSWEEP_STORE"))
-    p.add_argument("--s3-endpoint", default=env("RAGSWEEP_S3_ENDPOINT"))
-    p.add_argument("--key", default=env("RAGSWEEP_SYNC_KEY"))
-    p.add_argument("--from", dest="source", type=Path, default=env("RAGSWEEP_SYNC_FROM"))
-    p.add_argument("--out", type=Path, default=env("RAGSWEEP_SYNC_OUT"))
-    p.add_argument("--beside", action="append", default=[], metavar="NAME",
-                   help="also put this file of the folder beside the archive (push; e.g. state.json)")
-    p.add_argument("--wait", type=float, default=float(env("RAGSWEEP_SYNC_WAIT", "0")),
-                   help="seconds to wait for the archive to appear (pull)")
-    args = p.parse_args(argv)
-    needed = ["store", "key", "source" if args.action == "push" else "out"]
-    missing = [n for n in needed if not getattr(args, n)]
-    if missing:
-        p.error("missing " + ", ".join(f"--{n}" for n in missing) + " (or their RAGSWEEP_* env)")
-    try:
-        from harness.sweep.executor import open_store
-
-        store = open_store(args.store, args.s3_endpoint)
-        if args.action == "push":
-            digest = push(store, args.source, args.key, args.beside)
-            print(f"pushed {args.source} to {store.describe()}/{args.key} ({digest[:12]})")
-        else:
-            digest = pull(store, args.key, args.out, wait_s=args.wait)
-            print(f"pulled {store.describe()}/{args.key} ({digest[:12]}) into {args.out}")
-        return 0
-    except HarnessError as e:
-        print(f"sync: error: {e}", file=sys.stderr)
-        return e.exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(main())
