@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,6 +15,23 @@ from harness.judge.policy import RelevancePolicy
 from harness.model import Backend
 from harness.retrieval.fusion import FusionConfig
 from harness.retrieval.window import fusion_window
+
+# What distinguishes one arm from another inside a run; every other field is the run's.
+ARM_FIELDS = frozenset({"control_name", "fusion", "stage", "size", "candidate_pool", "final_chunks",
+                        "max_chunks_per_file", "rerank_max_pairs", "scope"})
+
+
+def leg_depth(stage: Stage, size: int, candidate_pool: int) -> int:
+    """How deep the arm retrieves: candidate_pool for the pooled stages, size for the others."""
+    return candidate_pool if STAGES[stage].pooled else size
+
+
+def legs_key(arm: ArmConfig) -> dict[str, str | int]:
+    """What an arm's legs are a function of, beside the state, backend and query encoder of the run:
+    the embedded text the kNN leg searches, the fusion window both legs are fetched over, and the
+    scope (gold-files filters both legs). Arms with equal keys fetch equal legs (docs/sweeps.md)."""
+    depth = leg_depth(arm.stage, arm.size, arm.candidate_pool)
+    return {"embedding_text": arm.embedding_text, "fusion_window": fusion_window(depth), "scope": arm.scope}
 
 
 @dataclass(frozen=True)
@@ -72,13 +89,18 @@ class BenchConfig:
         return Budget(size=self.size, candidate_pool=self.candidate_pool, final_chunks=self.final_chunks,
                       max_chunks_per_file=self.max_chunks_per_file, rerank_max_pairs=self.rerank_max_pairs)
 
+    def context_key(self) -> tuple[tuple[str, Any], ...]:
+        """The run-level settings: arms that agree on them can share one opened context
+        (harness.bench.context); the arm's own fields (ARM_FIELDS) are left out."""
+        return tuple((f.name, getattr(self, f.name)) for f in fields(self) if f.name not in ARM_FIELDS)
+
     @property
     def resolved_fusion_mode(self) -> Literal["server", "client"]:
         return self.fusion_mode or ("server" if self.backend == "stack" else "client")
 
     def retrieval_block(self, reranker: dict[str, Any] | None) -> dict[str, Any]:
         pooled = self.bench_stage.pooled
-        depth = self.candidate_pool if pooled else self.size
+        depth = leg_depth(self.stage, self.size, self.candidate_pool)
         block: dict[str, Any] = {
             "backend": self.backend,
             "search_mode": "hybrid",
