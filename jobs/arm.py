@@ -16,7 +16,6 @@ first failure's code (0 when every arm was published or skipped).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import traceback
@@ -26,36 +25,19 @@ from typing import Any
 
 from harness.commands.settings import settings
 from harness.errors import EXIT_INTERNAL, HarnessError
-from harness.model import BACKENDS
+from jobs.entry import group_flags, parse_arms, require, run_main
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     env = settings()
     p = argparse.ArgumentParser(prog="python -m jobs.arm", description=__doc__.split("\n\n")[0])
-    p.add_argument("--state", type=Path, default=env.state)
-    p.add_argument("--store", default=env.store)
-    p.add_argument("--sweep-id", default=env.sweep_id)
-    p.add_argument("--arm-json", default=env.arm,
-                   help="the arm spec {name, family, axis, config}, or a list of them that share legs")
-    p.add_argument("--legs", default=env.legs,
-                   help="store key of the group's published legs.json: legs are read from it, never fetched")
+    group_flags(p, env, "the arm spec {name, family, axis, config}, or a list of them that share legs",
+                "store key of the group's published legs.json: legs are read from it, never fetched")
     p.add_argument("--reranker", type=Path, default=env.reranker)
-    p.add_argument("--s3-endpoint", default=env.s3_endpoint)
     p.add_argument("--workers", type=int, default=env.workers)
-    p.add_argument("--backend", choices=BACKENDS, default=env.backend,
-                   help="embedded: the state's own index; stack: its OpenSearch index (RAGSWEEP_OPENSEARCH_URL)")
     args = p.parse_args(argv)
-    missing = [n for n in ("state", "store", "sweep_id", "arm_json") if not getattr(args, n)]
-    if missing:
-        p.error("missing " + ", ".join("--" + m.replace("_", "-") for m in missing) + " (or their RAGSWEEP_* env)")
+    require(p, args, ("state", "store", "sweep_id", "arm_json"))
     return args
-
-
-def _arms(text: str) -> list[Any]:
-    from harness.sweep.catalogue import Arm
-
-    doc = json.loads(text)
-    return [Arm.model_validate(a) for a in (doc if isinstance(doc, list) else [doc])]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.sweep.executor import measurement_identity, open_store
     from harness.sweep.storage import is_complete
 
-    arms = _arms(args.arm_json)
+    arms = parse_arms(args.arm_json)
     store = open_store(args.store, args.s3_endpoint)
     pending: list[tuple[Any, str, Any]] = []
     failures: list[int] = []
@@ -105,11 +87,16 @@ def _open_group(args: argparse.Namespace, store: Any, config: Any) -> Any:
     published = read_legs(store, args.legs) if args.legs else None
     state = State.open(args.state)
     embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL)
-    if published is not None and published.group.get("embedder") != embedder.identity:
+    if published is not None:
         from harness.errors import IntegrityError
+        from harness.sweep.executor import legs_identity
 
-        raise IntegrityError(f"the shared legs at {args.legs} were fetched with the query encoder "
-                             f"{published.group.get('embedder')}, not {embedder.identity}")
+        ours = {"state": legs_identity(args.state, args.backend),
+                "embedder": embedder.identity}
+        theirs = {name: published.group.get(name) for name in ours}
+        if theirs != ours:
+            raise IntegrityError(f"the shared legs at {args.legs} were fetched for {theirs}, not this arm's {ours}; "
+                                 "rerun the sweep so its legs Job fetches them again")
     return GroupRun.open(state, config, embedder, opensearch_url=settings().opensearch_url,
                          pg_dsn=settings().pg_dsn or "", published=published)
 
@@ -139,12 +126,7 @@ def _failed(store: Any, sweep_id: str, arm: Any, digest: str, e: BaseException) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse(argv)
-    try:
-        return run(args)
-    except HarnessError as e:
-        print(f"jobs.arm: error: {e}", file=sys.stderr)
-        return e.exit_code
+    return run_main("jobs.arm", run, parse(argv))
 
 
 if __name__ == "__main__":

@@ -63,12 +63,18 @@ def check_backend(backend: str) -> str:
     return backend
 
 
-def measurement_identity(state: Path, arm: Arm, reranker: Path | None, backend: str = "embedded") -> str:
-    """What an arm's artefacts are true of: the state, the search backend when it is not the
-    embedded default, and the reranker weights when the arm reranks."""
+def legs_identity(state: Path, backend: str = "embedded") -> str:
+    """What a group's legs are true of: the state, and the search backend when it is not the embedded default."""
     identity = state_identity(state)
     if check_backend(backend) != "embedded":
         identity += f"+backend:{backend}"
+    return identity
+
+
+def measurement_identity(state: Path, arm: Arm, reranker: Path | None, backend: str = "embedded") -> str:
+    """What an arm's artefacts are true of: the state, the search backend when it is not the
+    embedded default, and the reranker weights when the arm reranks."""
+    identity = legs_identity(state, backend)
     if arm.needs_reranker and reranker is not None:
         from harness.retrieval.rerank import reranker_provenance
 
