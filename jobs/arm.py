@@ -1,85 +1,129 @@
-"""Run one arm: a bench invocation from an arm spec, published to the artefact store.
+"""Run one arm, or a group of arms that share legs: bench invocations from arm specs, each
+published to the artefact store.
 
     python -m jobs.arm --state STATE --store DIR|s3://BUCKET/PREFIX --sweep-id ID --arm-json '{...}'
+    python -m jobs.arm ... --arm-json '[{...}, {...}]'          # a group: one process, legs fetched once
+    python -m jobs.arm ... --arm-json '{...}' --legs KEY         # legs another Job published (jobs.legs)
 
 Every flag has an environment twin (RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID,
-RAGSWEEP_ARM, RAGSWEEP_RERANKER, RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS, RAGSWEEP_BACKEND), which is how a
-Job spec passes them. An arm whose complete artefact set for the same config hash is
-already in the store is skipped (exit 0). A failure is published as failed.json (so the
-collector names it) and exits with the error's code.
+RAGSWEEP_ARM, RAGSWEEP_RERANKER, RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS, RAGSWEEP_BACKEND,
+RAGSWEEP_LEGS), which is how a Job spec passes them. An arm whose complete artefact set for the
+same config hash is already in the store is skipped. A failure is published as failed.json (so
+the collector names it); the other arms of a group still run, and the process exits with the
+first failure's code (0 when every arm was published or skipped).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.commands.settings import settings
 from harness.errors import EXIT_INTERNAL, HarnessError
-from harness.model import BACKENDS
 from jobs import entrypoint
+from jobs.entry import group_flags, parse_arms, require
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     env = settings()
     p = argparse.ArgumentParser(prog="python -m jobs.arm", description=__doc__.split("\n\n")[0])
-    p.add_argument("--state", type=Path, default=env.state)
-    p.add_argument("--store", default=env.store)
-    p.add_argument("--sweep-id", default=env.sweep_id)
-    p.add_argument("--arm-json", default=env.arm, help="the arm spec {name, family, axis, config}")
+    group_flags(p, env, "the arm spec {name, family, axis, config}, or a list of them that share legs",
+                "store key of the group's published legs.json: legs are read from it, never fetched")
     p.add_argument("--reranker", type=Path, default=env.reranker)
-    p.add_argument("--s3-endpoint", default=env.s3_endpoint)
     p.add_argument("--workers", type=int, default=env.workers)
-    p.add_argument("--backend", choices=BACKENDS, default=env.backend,
-                   help="embedded: the state's own index; stack: its OpenSearch index (RAGSWEEP_OPENSEARCH_URL)")
     args = p.parse_args(argv)
-    missing = [n for n in ("state", "store", "sweep_id", "arm_json") if not getattr(args, n)]
-    if missing:
-        p.error("missing " + ", ".join("--" + m.replace("_", "-") for m in missing) + " (or their RAGSWEEP_* env)")
+    require(p, args, ("state", "store", "sweep_id", "arm_json"))
     return args
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.bench.config import BenchConfig
-    from harness.bench.run import run_bench
+    from harness.sweep.catalogue import config_hash
+    from harness.sweep.executor import measurement_identity, open_store
+    from harness.sweep.storage import is_complete
+
+    arms = parse_arms(args.arm_json)
+    store = open_store(args.store, args.s3_endpoint)
+    pending: list[tuple[Any, str, Any]] = []
+    failures: list[int] = []
+    for arm in arms:
+        digest = config_hash(arm, measurement_identity(args.state, arm, args.reranker, args.backend))
+        if is_complete(store, args.sweep_id, arm, digest):
+            print(f"{arm.name}: complete for config {digest[:12]}, skipped")
+            continue
+        try:
+            # The arm's config is bench's own configuration model: handed over as is, never turned back into argv.
+            config = BenchConfig(arm=arm.arm_config, control_name=arm.name, workers=args.workers,
+                                         backend=args.backend, reranker=args.reranker)
+        except BaseException as e:
+            failures.append(_failed(store, args.sweep_id, arm, digest, e))
+            continue
+        pending.append((arm, digest, config))
+    if not pending:
+        return failures[0] if failures else 0
+    try:
+        group = _open_group(args, store, pending[0][2])
+    except BaseException as e:
+        failures += [_failed(store, args.sweep_id, arm, digest, e) for arm, digest, _ in pending]
+        return failures[0]
+    for arm, digest, config in pending:
+        try:
+            _run_one(args, store, group, arm, digest, config)
+        except BaseException as e:
+            failures.append(_failed(store, args.sweep_id, arm, digest, e))
+    return failures[0] if failures else 0
+
+
+def _open_group(args: argparse.Namespace, store: Any, config: Any) -> Any:
+    from harness.bench.group import GroupRun
     from harness.index.embed import DEFAULT_EMBEDDING_MODEL, SentenceTransformerEmbedder
     from harness.state import State
-    from harness.sweep.catalogue import Arm, config_hash
-    from harness.sweep.executor import measurement_identity, open_store
-    from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES, is_complete, publish_arm, publish_failure
+    from harness.sweep.legs import read_legs
 
-    arm = Arm.model_validate(json.loads(args.arm_json))
-    store = open_store(args.store, args.s3_endpoint)
+    published = read_legs(store, args.legs) if args.legs else None
+    state = State.open(args.state)
+    embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL)
+    if published is not None:
+        from harness.errors import IntegrityError
+        from harness.sweep.executor import legs_identity
+
+        ours = {"state": legs_identity(args.state, args.backend),
+                "embedder": embedder.identity}
+        theirs = {name: published.group.get(name) for name in ours}
+        if theirs != ours:
+            raise IntegrityError(f"the shared legs at {args.legs} were fetched for {theirs}, not this arm's {ours}; "
+                                 "rerun the sweep so its legs Job fetches them again")
+    return GroupRun.open(state, config, embedder, opensearch_url=settings().opensearch_url,
+                         pg_dsn=settings().pg_dsn or "", published=published)
+
+
+def _run_one(args: argparse.Namespace, store: Any, group: Any, arm: Any, digest: str, config: Any) -> None:
+    from harness.sweep.executor import measurement_identity
+    from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES, publish_arm
+
+    with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
+        group.run(config, Path(tmp))
+        files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in (*ARM_FILES, *ARM_EXTRA_FILES)}
     identity = measurement_identity(args.state, arm, args.reranker, args.backend)
-    digest = config_hash(arm, identity)
-    if is_complete(store, args.sweep_id, arm, digest):
-        print(f"{arm.name}: complete for config {digest[:12]}, skipped")
-        return 0
-    try:
-        # The arm's config is bench's own configuration model: handed over as is, never turned back into argv.
-        config = BenchConfig(arm=arm.arm_config, control_name=arm.name, workers=args.workers,
-                             backend=args.backend, reranker=args.reranker)
-        state = State.open(args.state)
-        embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL)
-        with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
-            run_bench(state, config, embedder, Path(tmp), opensearch_url=settings().opensearch_url,
-                      pg_dsn=settings().pg_dsn or "")
-            files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in (*ARM_FILES, *ARM_EXTRA_FILES)}
-        publish_arm(store, args.sweep_id, arm, digest, files, state_identity=identity)
-    except BaseException as e:
-        message = str(e) if isinstance(e, HarnessError) else f"{type(e).__name__}: {e}"
-        publish_failure(store, args.sweep_id, arm, digest, message)
-        if not isinstance(e, HarnessError):
-            traceback.print_exc()
-        print(f"{arm.name}: failed: {message}", file=sys.stderr)
-        return e.exit_code if isinstance(e, HarnessError) else EXIT_INTERNAL
+    publish_arm(store, args.sweep_id, arm, digest, files, state_identity=identity)
     print(f"{arm.name}: published ({digest[:12]})")
-    return 0
+
+
+def _failed(store: Any, sweep_id: str, arm: Any, digest: str, e: BaseException) -> int:
+    """Publish the arm's failure (failed.json) and say it; the exit code it stands for."""
+    from harness.sweep.storage import publish_failure
+
+    message = str(e) if isinstance(e, HarnessError) else f"{type(e).__name__}: {e}"
+    publish_failure(store, sweep_id, arm, digest, message)
+    if not isinstance(e, HarnessError):
+        traceback.print_exception(e)
+    print(f"{arm.name}: failed: {message}", file=sys.stderr)
+    return e.exit_code if isinstance(e, HarnessError) else EXIT_INTERNAL
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -114,3 +114,9 @@ def test_main_leaves_no_handler_behind(capsys: pytest.CaptureFixture[str]) -> No
     assert main([]) == 2  # no command: help and exit 2, through the same logging setup
     capsys.readouterr()
     assert logging.getLogger("harness").handlers == before
+
+
+def test_sweep_run_shares_legs_unless_told_not_to() -> None:
+    run = ["sweep", "run", "--state", "STATE"]
+    assert build_parser().parse_args(run).share_legs is True
+    assert build_parser().parse_args([*run, "--no-share-legs"]).share_legs is False

@@ -397,3 +397,58 @@ def test_an_unreachable_store_when_an_arm_finishes_is_a_failed_outcome_not_a_cra
         assert outcome.message.startswith("the object store could not be read to check job arm-x: ")
         assert "rerun the sweep" in outcome.message
     assert not {"put_bytes", "put_text", "put_file"} & set(DownStore.calls), DownStore.calls
+
+
+# --- shared legs: one legs Job per group, its arms told where the legs are ---------------------
+
+def test_a_legs_job_runs_jobs_legs_on_a_cpu_node_for_the_whole_group() -> None:
+    from harness.commands.settings import Settings
+    from harness.sweep.k8s.builders import build_legs_job, legs_job_name
+
+    group = CATALOGUE.family("budget").arms[:2]  # rerank arms: their legs still need no GPU
+    key = f"sweeps/{SWEEP}/legs/0123456789abcdef/legs.json"
+    job = serialize(build_legs_job(S, group, SWEEP, legs_job_name(SWEEP, "0123456789abcdef"), key))
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == ["python", "-m", "jobs.legs"]
+    assert container["image"] == S.images.cpu and pod["nodeSelector"] == {"ragsweep.io/pool": "cpu"}
+    assert "nvidia.com/gpu" not in json.dumps(container["resources"])
+    env = env_of(container)
+    assert [Arm.model_validate(a) for a in json.loads(env["RAGSWEEP_ARM"]["value"])] == list(group)
+    assert env["RAGSWEEP_LEGS"]["value"] == key and "RAGSWEEP_RERANKER" not in env
+    # the arm's component: the chart's NetworkPolicy lets it reach the object store as it lets an arm
+    assert job["metadata"]["labels"]["app.kubernetes.io/component"] == "arm"
+    assert job["metadata"]["annotations"]["ragsweep.io/legs"] == key
+    assert job["metadata"]["name"].startswith("legs-") and job["metadata"]["name"] != arm_job_name(SWEEP, group[0])
+    assert job["spec"]["backoffLimit"] == S.arm.policy.backoff_limit and pod["restartPolicy"] == "Never"
+    assert credential_findings(job) == []
+    twins = {n for n in env if n.startswith("RAGSWEEP_") and n not in S.extra_env}
+    assert twins <= {f"RAGSWEEP_{name.upper()}" for name in Settings.model_fields}
+    assert "settings()" in (ROOT / "jobs" / "legs.py").read_text()
+
+
+def test_an_arm_job_of_a_shared_group_is_told_where_its_legs_are() -> None:
+    arm = CATALOGUE.family("fusion").arm("rrf-60")
+    key = f"sweeps/{SWEEP}/legs/0123456789abcdef/legs.json"
+    (container,) = serialize(build_arm_job(S, arm, SWEEP, legs=key))["spec"]["template"]["spec"]["containers"]
+    assert env_of(container)["RAGSWEEP_LEGS"]["value"] == key
+    (alone,) = serialize(build_arm_job(S, arm, SWEEP))["spec"]["template"]["spec"]["containers"]
+    assert "RAGSWEEP_LEGS" not in env_of(alone)
+
+
+def test_the_legs_plan_runs_a_legs_job_only_for_unpublished_shared_groups(tmp_path: Path) -> None:
+    from harness.objectstore import LocalFolderStore
+    from harness.sweep.k8s.executor import plan_legs
+
+    store = LocalFolderStore(tmp_path)
+    arms = [*CATALOGUE.family("fusion").arms, CATALOGUE.family("diversity").arm("retrieve-12")]
+    plan = plan_legs(store, SWEEP, arms, "embedded", "state-identity")
+    ((name, group, key),) = plan.jobs  # retrieve-12 is a group of one: it fetches its own legs
+    assert group.arms == CATALOGUE.family("fusion").arms and name.startswith("legs-")
+    assert set(plan.legs_of) == {a.name for a in group.arms} and set(plan.legs_of.values()) == {key}
+    store.put_text(key, "{}")
+    again = plan_legs(store, SWEEP, arms, "embedded", "state-identity")
+    assert again.jobs == [] and again.legs_of == plan.legs_of
+    assert plan_legs(store, SWEEP, arms, "embedded", "another-state").legs_of != plan.legs_of
+    stack = plan_legs(store, SWEEP, arms, "stack", "state-identity")  # server-side fusion: nothing shared
+    assert stack.jobs == [] and stack.legs_of == {}

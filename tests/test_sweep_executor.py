@@ -16,6 +16,7 @@ from harness.errors import EXIT_PARTIAL
 from harness.sweep.catalogue import load_manifest
 from harness.sweep.comparison import ComparisonDoc, read_comparison
 from harness.sweep.executor import LocalExecutor, collect_sweep, open_store
+from tests.fixture_state import qmsum_fixture_state
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qmsum"
 pytestmark = pytest.mark.integration
@@ -39,11 +40,7 @@ MANIFEST = {
 
 @pytest.fixture(scope="module")
 def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("sentence_transformers")
-    out = tmp_path_factory.mktemp("sweep") / "state"
-    assert main(["state", "build", "--corpus", f"qmsum={FIXTURE}", "--manifest", f"qmsum={FIXTURE / 'SOURCES.tsv'}",
-                 "--out", str(out)]) == 0
-    return out
+    return qmsum_fixture_state(tmp_path_factory, "sweep")
 
 
 def _comparison(sweep: Path) -> ComparisonDoc:

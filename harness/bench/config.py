@@ -14,13 +14,26 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from harness.answers.results import AnswerSettings
-from harness.bench.arm import ArmConfig
+from harness.bench.arm import ArmConfig, Stage
 from harness.bench.stages import STAGES, BenchStage, Budget
 from harness.errors import UsageError
 from harness.judge.policy import RelevancePolicy
 from harness.model import Backend
 from harness.retrieval.fusion import FusionConfig
 from harness.retrieval.window import fusion_window
+
+
+def leg_depth(stage: Stage, size: int, candidate_pool: int) -> int:
+    """How deep the arm retrieves: candidate_pool for the pooled stages, size for the others."""
+    return candidate_pool if STAGES[stage].pooled else size
+
+
+def legs_key(arm: ArmConfig) -> dict[str, str | int]:
+    """What an arm's legs are a function of, beside the state, backend and query encoder of the run:
+    the embedded text the kNN leg searches, the fusion window both legs are fetched over, and the
+    scope (gold-files filters both legs). Arms with equal keys fetch equal legs (docs/sweeps.md)."""
+    depth = leg_depth(arm.stage, arm.size, arm.candidate_pool)
+    return {"embedding_text": arm.embedding_text, "fusion_window": fusion_window(depth), "scope": arm.scope}
 
 
 class BenchConfig(BaseModel):
@@ -71,6 +84,13 @@ class BenchConfig(BaseModel):
         return Budget(size=arm.size, candidate_pool=arm.candidate_pool, final_chunks=arm.final_chunks,
                       max_chunks_per_file=arm.max_chunks_per_file, rerank_max_pairs=arm.rerank_max_pairs)
 
+    def context_key(self) -> tuple[tuple[str, Any], ...]:
+        """The run-level settings: arms that agree on them can share one opened context
+        (harness.bench.context). The arm's own fields are left out, except the embedded text,
+        which picks the vectors the context checks and encodes against."""
+        run = tuple((name, getattr(self, name)) for name in type(self).model_fields if name not in ("control_name", "arm"))
+        return (*run, ("embedding_text", self.arm.embedding_text))
+
     @property
     def resolved_fusion_mode(self) -> Literal["server", "client"]:
         return self.fusion_mode or ("server" if self.backend == "stack" else "client")
@@ -78,7 +98,7 @@ class BenchConfig(BaseModel):
     def retrieval_block(self, reranker: dict[str, Any] | None) -> dict[str, Any]:
         arm = self.arm
         pooled = self.bench_stage.pooled
-        depth = arm.candidate_pool if pooled else arm.size
+        depth = leg_depth(arm.stage, arm.size, arm.candidate_pool)
         block: dict[str, Any] = {
             "backend": self.backend,
             "search_mode": "hybrid",

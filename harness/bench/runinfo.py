@@ -38,3 +38,6 @@ class RunInfo(BaseModel):
     retrieval_latency_ms_by_backend: dict[str, Any] | None = None
     backend_agreement: dict[str, Any] | None = None
     stack: dict[str, Any] | None = None  # --backend stack: the settled index's counters
+    # an arm run in a group (harness.bench.group): its legs key, its place in the group, the seconds the
+    # shared context took to open (once for the group), and how many leg requests it fetched or reused
+    legs: dict[str, Any] | None = None

@@ -20,13 +20,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from harness.bench.routing import digest_leg, digest_summary
 from harness.model import Query
 from harness.retrieval.chunks import Hit
 from harness.retrieval.diversity import diversity_sample
-from harness.retrieval.rerank import CrossEncoderReranker, rerank_order
+from harness.retrieval.rerank import rerank_order
 
 
 @dataclass
@@ -48,6 +48,15 @@ class Budget:
     rerank_max_pairs: int
 
 
+class Scorer(Protocol):
+    """The cross-encoder as a stage sees it (CrossEncoderReranker, or the context's ScoreCache over one)."""
+
+    @property
+    def provenance(self) -> dict[str, Any]: ...
+
+    def score(self, query: str, passages: list[str]) -> list[float]: ...
+
+
 @dataclass(frozen=True)
 class QueryRun:
     """Everything a stage needs to answer the arm's queries."""
@@ -57,7 +66,7 @@ class QueryRun:
     judged: Sequence[Query]
     vectors: Any
     gold_files_only: bool  # scope gold-files: each query searches its own gold files only
-    reranker: CrossEncoderReranker | None = None
+    reranker: Scorer | None = None
     texts: Mapping[str, str] | None = None  # doc id -> content, for the cross-encoder
     paired: Any = None  # --time-also: the other backend's retriever
 

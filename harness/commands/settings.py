@@ -33,7 +33,8 @@ class Settings(BaseSettings):
     state: Path | None = None
     store: str | None = None
     sweep_id: str | None = None
-    arm: str | None = None  # the arm spec as JSON {name, family, axis, config}
+    arm: str | None = None  # the arm spec as JSON {name, family, axis, config}, or a list of arms sharing legs
+    legs: str | None = None  # the store key of a group's published legs.json (jobs.arm reads, jobs.legs writes)
     arms: str = "all"
     manifest: Path | None = None
     reranker: Path | None = None

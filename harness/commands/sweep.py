@@ -38,6 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--executor", choices=["local", "k8s"], default="local")
     r.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="arms at once (default: core count)")
     r.add_argument("--reranker", type=Path, default=None, help="cross-encoder directory for rerank-stage arms")
+    r.add_argument("--no-share-legs", dest="share_legs", action="store_false",
+                   help="one process per arm, each fetching its own legs (default: arms whose legs are the same "
+                        "run in one process that fetches them once; docs/sweeps.md)")
     r.set_defaults(func=run)
     c = sub.add_parser("collect", help="(re)write comparison.md/json for a sweep from its artefacts")
     c.add_argument("--state", type=Path, default=None, help="the state, to derive the default sweep id")
@@ -108,7 +111,7 @@ def _release() -> Release:
 def run(args: argparse.Namespace) -> int:
     from harness.errors import EXIT_PARTIAL
     from harness.sweep.catalogue import select_arms
-    from harness.sweep.executor import LocalExecutor, catalogue_for, collect_sweep, open_store
+    from harness.sweep.executor import LocalExecutor, catalogue_for, collect_sweep, open_store, process_seconds
 
     args = _settled(args)
     if args.executor == "k8s":
@@ -119,13 +122,14 @@ def run(args: argparse.Namespace) -> int:
     arms = select_arms(catalogue, args.arms)
     sweep_id = _sweep_id(args)
     executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
-                             s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue)
+                             s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
+                             share_legs=args.share_legs)
     report = executor.run(arms, sweep_id)
     key = collect_sweep(open_store(args.out, args.s3_endpoint), sweep_id, args.arms, args.manifest)
     ran = [o for o in report.outcomes if o.status == "published"]
     print(f"sweep {sweep_id}: {len(ran)} run, {sum(o.status == 'skipped' for o in report.outcomes)} skipped, "
-          f"{len(report.failed)} failed; wall {report.wall_seconds:.1f}s, sum of arm times "
-          f"{sum(o.seconds for o in ran):.1f}s on {args.workers} workers")
+          f"{len(report.failed)} failed; wall {report.wall_seconds:.1f}s, sum of process times "
+          f"{process_seconds(ran):.1f}s on {args.workers} workers")
     for outcome in report.failed:
         print(f"  failed: {outcome.arm.name}: {outcome.message}", file=sys.stderr)
     _print_comparison(args.out, key)

@@ -3,13 +3,15 @@
 Both legs (BM25 and vector) are fetched over the fusion window
 ``max(100, min(size*4, 500))`` and fused client-side with OpenSearch's semantics
 (harness.retrieval.fusion); the fused list is cut at ``size``. So ``size`` sets the
-depth the legs are fused over — two sizes are two rankings, not one truncated.
+depth the legs are fused over — two sizes are two rankings, not one truncated. Arms that
+make the same leg requests can share one ``LegCache`` (harness.retrieval.legs): the legs
+are fetched once and each retriever fuses them with its own configuration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,6 +19,7 @@ from harness.index.backend import LegHit, SearchBackend
 from harness.index.documents import EmbeddingTextMode
 from harness.model import DocType, RankedDoc
 from harness.retrieval.fusion import FusionConfig, fuse
+from harness.retrieval.legs import LegCache, Legs, leg_request
 from harness.retrieval.window import fusion_window
 
 
@@ -38,6 +41,7 @@ class HybridRetriever:
     index: SearchBackend
     embedding_text: EmbeddingTextMode
     fusion: FusionConfig
+    cache: LegCache | None = field(default=None, compare=False)
 
     def _hit(self, doc_id: str, score: float) -> Hit:
         d = self.index.record(doc_id)
@@ -49,11 +53,17 @@ class HybridRetriever:
 
     def legs(self, text: str, vector: np.ndarray, depth: int, *, doc_type: str = "chunk",
              file_uuids: Sequence[str] | None = None, speaker: str | None = None
-             ) -> tuple[list[LegHit], list[LegHit]]:
-        bm25 = self.index.bm25(text, depth, doc_type=doc_type, file_uuids=file_uuids, speaker=speaker)
-        knn = self.index.knn(vector, depth, mode=self.embedding_text, doc_type=doc_type, file_uuids=file_uuids,
-                             speaker=speaker)
-        return bm25, knn
+             ) -> tuple[Sequence[LegHit], Sequence[LegHit]]:
+        def fetch() -> Legs:
+            bm25 = self.index.bm25(text, depth, doc_type=doc_type, file_uuids=file_uuids, speaker=speaker)
+            knn = self.index.knn(vector, depth, mode=self.embedding_text, doc_type=doc_type, file_uuids=file_uuids,
+                                 speaker=speaker)
+            return tuple(bm25), tuple(knn)
+
+        if self.cache is None:
+            return fetch()
+        return self.cache.legs(leg_request(text, depth, self.embedding_text, doc_type=doc_type,
+                                           file_uuids=file_uuids, speaker=speaker), fetch)
 
     def retrieve(self, text: str, vector: np.ndarray, size: int, *, doc_type: str = "chunk",
                  file_uuids: Sequence[str] | None = None, speaker: str | None = None) -> list[Hit]:

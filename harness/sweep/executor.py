@@ -2,7 +2,10 @@
 
 ``local``: a pool of ``jobs.arm`` subprocesses (``--workers``, default the core count)
 over one shared, read-only corpus state — the index is built once per state, never per
-arm. Each arm publishes its artefacts (or a failure marker) to the artefact store;
+arm. Arms that share legs (harness.sweep.legs) run as one group in one process, which opens
+the state, encodes the queries and fetches the legs once and then fuses, scores and publishes
+each arm (``share_legs=False``: one process per arm, as before). Each arm publishes its
+artefacts (or a failure marker) to the artefact store;
 failures are collected and reported without stopping the other arms. A rerun skips
 every arm whose complete artefact set matches its config hash, so killing a sweep and
 running it again completes only what is missing.
@@ -38,7 +41,8 @@ from harness.sweep.catalogue import (
     parse_manifest,
     select_arms,
 )
-from harness.sweep.storage import is_complete
+from harness.sweep.legs import ArmGroup, group_arms
+from harness.sweep.storage import is_complete, read_failure
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +63,18 @@ def check_backend(backend: str) -> str:
     return backend
 
 
-def measurement_identity(state: Path, arm: Arm, reranker: Path | None, backend: str = "embedded") -> str:
-    """What an arm's artefacts are true of: the state, the search backend when it is not the
-    embedded default, and the reranker weights when the arm reranks."""
+def legs_identity(state: Path, backend: str = "embedded") -> str:
+    """What a group's legs are true of: the state, and the search backend when it is not the embedded default."""
     identity = state_identity(state)
     if check_backend(backend) != "embedded":
         identity += f"+backend:{backend}"
+    return identity
+
+
+def measurement_identity(state: Path, arm: Arm, reranker: Path | None, backend: str = "embedded") -> str:
+    """What an arm's artefacts are true of: the state, the search backend when it is not the
+    embedded default, and the reranker weights when the arm reranks."""
+    identity = legs_identity(state, backend)
     if arm.needs_reranker and reranker is not None:
         from harness.retrieval.rerank import reranker_provenance
 
@@ -89,8 +99,14 @@ def default_sweep_id(selector: str, identity: str, backend: str = "embedded") ->
 class ArmOutcome:
     arm: Arm
     status: str  # "skipped" | "published" | "failed"
-    seconds: float = 0.0
+    seconds: float = 0.0  # the process's: a group's arms share one
     message: str = ""
+    group_size: int = 1  # arms in the process that ran it
+
+
+def process_seconds(outcomes: Sequence[ArmOutcome]) -> float:
+    """The sum of the processes' times (a group's time counted once, not once per arm)."""
+    return sum(o.seconds / o.group_size for o in outcomes)
 
 
 @dataclass
@@ -119,10 +135,12 @@ class LocalExecutor:
     quiet: bool = False
     backend: str = "embedded"
     catalogue: Catalogue | None = None  # recorded in the store as sweeps/<id>/catalogue.json
+    share_legs: bool = True  # arms with one legs key run in one process (harness.sweep.legs)
 
-    def _command(self, arm: Arm, sweep_id: str) -> list[str]:
+    def _command(self, group: ArmGroup, sweep_id: str) -> list[str]:
+        specs = [arm.model_dump(exclude_none=True) for arm in group.arms]
         command = [sys.executable, "-m", "jobs.arm", "--state", str(self.state), "--store", self.store_spec,
-                   "--sweep-id", sweep_id, "--arm-json", json.dumps(arm.model_dump(exclude_none=True)),
+                   "--sweep-id", sweep_id, "--arm-json", json.dumps(specs if group.shared else specs[0]),
                    "--workers", str(self.arm_workers), "--backend", self.backend]
         if self.reranker:
             command += ["--reranker", str(self.reranker)]
@@ -156,40 +174,59 @@ class LocalExecutor:
                 report.outcomes.append(ArmOutcome(arm, "skipped", message="complete for this config"))
             else:
                 pending.append(arm)
+        digest_of = {arm.name: digest for arm, digest in zip(arms, digests, strict=True)}
+        groups = group_arms(pending, self.backend, share=self.share_legs)
         self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - len(pending)} already complete, "
-                  f"{len(pending)} to run on {min(self.workers, max(1, len(pending)))} workers")
-        running: dict[str, tuple[Arm, subprocess.Popen[bytes], float, Path]] = {}
+                  f"{len(pending)} to run in {len(groups)} processes on "
+                  f"{min(self.workers, max(1, len(groups)))} workers")
+        running: dict[str, tuple[ArmGroup, subprocess.Popen[bytes], float, Path]] = {}
         logs = Path(tempfile.gettempdir())
-        queue = list(pending)
+        queue = list(groups)
         done = 0
         while queue or running:
             while queue and len(running) < self.workers:
-                arm = queue.pop(0)
-                log = logs / f"ragsweep-{sweep_id}-{arm.name}.log"
+                group = queue.pop(0)
+                log = logs / f"ragsweep-{sweep_id}-{group.arms[0].name}.log"
                 with log.open("wb") as fh:
-                    # The arm inherits this process's environment; under `python -m` the working
+                    # The group inherits this process's environment; under `python -m` the working
                     # directory leads sys.path, so cwd=ROOT imports jobs and harness from this checkout.
-                    proc = subprocess.Popen(self._command(arm, sweep_id), stdout=fh, stderr=subprocess.STDOUT,
+                    proc = subprocess.Popen(self._command(group, sweep_id), stdout=fh, stderr=subprocess.STDOUT,
                                             cwd=ROOT)
-                running[arm.name] = (arm, proc, time.perf_counter(), log)
+                running[group.name] = (group, proc, time.perf_counter(), log)
             time.sleep(0.2)
             for name in list(running):
-                arm, proc, t0, log = running[name]
+                group, proc, t0, log = running[name]
                 code = proc.poll()
                 if code is None:
                     continue
                 del running[name]
-                done += 1
                 seconds = time.perf_counter() - t0
-                if code == 0:
-                    report.outcomes.append(ArmOutcome(arm, "published", seconds))
-                    self._say(f"  [{done}/{len(pending)}] {arm.name} ok in {seconds:.1f}s")
-                else:
-                    tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["?"]
-                    report.outcomes.append(ArmOutcome(arm, "failed", seconds, f"exit {code}: {tail[0]}"))
-                    self._say(f"  [{done}/{len(pending)}] {arm.name} FAILED ({tail[0]}); log {log}")
+                for arm in group.arms:
+                    done += 1
+                    outcome = self._outcome(store, sweep_id, arm, digest_of[arm.name], code, log, seconds,
+                                            len(group.arms))
+                    report.outcomes.append(outcome)
+                    shared = f" (one process for {len(group.arms)} arms)" if len(group.arms) > 1 else ""
+                    if outcome.status == "published":
+                        self._say(f"  [{done}/{len(pending)}] {arm.name} ok in {seconds:.1f}s{shared}")
+                    else:
+                        self._say(f"  [{done}/{len(pending)}] {arm.name} FAILED ({outcome.message}); log {log}")
         report.wall_seconds = time.perf_counter() - started
         return report
+
+
+    @staticmethod
+    def _outcome(store: ArtefactStore, sweep_id: str, arm: Arm, digest: str, code: int, log: Path,
+                 seconds: float, group_size: int) -> ArmOutcome:
+        """What became of one arm of a finished process: its complete set in the store, else its failure."""
+        if code == 0 or group_size > 1:
+            if is_complete(store, sweep_id, arm, digest):
+                return ArmOutcome(arm, "published", seconds, group_size=group_size)
+            failure = read_failure(store, sweep_id, arm)
+            if failure is not None and failure.get("config_hash") == digest:
+                return ArmOutcome(arm, "failed", seconds, f"exit {code}: {failure['error']}", group_size)
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["?"]
+        return ArmOutcome(arm, "failed", seconds, f"exit {code}: {tail[0]}", group_size)
 
 
 def catalogue_key(sweep_id: str) -> str:

@@ -6,8 +6,10 @@ controller counts), the ``app.kubernetes.io/*`` labels and ``ragsweep.io/sweep-i
 ``/family`` and ``/arm`` (label-safe; the exact values are annotations). The image is
 referenced by digest. The container runs ``python -m jobs.arm`` with no arguments: every
 input is one of that entrypoint's RAGSWEEP_* environment twins, and credentials enter only
-through ``secretKeyRef``. A rerank-stage arm requests the GPU resource and carries the
-GPU placement; every other arm gets the CPU placement and no GPU toleration.
+through ``secretKeyRef``. A legs Job (``python -m jobs.legs``, on a CPU node) fetches a group's
+shared legs once and publishes them; the group's arm Jobs are told where (``RAGSWEEP_LEGS``).
+A rerank-stage arm requests the GPU resource and carries the GPU placement; every other arm
+gets the CPU placement and no GPU toleration.
 
 A pod failure policy fails the Job at once on the harness's deterministic exit codes (usage,
 refusal, bad input, integrity: retrying cannot help) and retries anything else up to
@@ -40,6 +42,8 @@ COLLECTOR_CONTAINER = "collector"
 DETERMINISTIC_EXIT_CODES = (EXIT_USAGE, EXIT_REFUSED, EXIT_INPUT, EXIT_INTEGRITY, EXIT_LICENCE, EXIT_VALIDATION)
 PYTHON = "python"
 ARM_COMMAND = (PYTHON, "-m", "jobs.arm")
+LEGS_COMMAND = (PYTHON, "-m", "jobs.legs")
+LEGS_CONTAINER = "legs"
 COLLECT_COMMAND = (PYTHON, "-m", "jobs.collect")
 SYNC_COMMAND = (PYTHON, "-m", "jobs.sync", "pull")
 SCRATCH = "/tmp"
@@ -72,6 +76,10 @@ def arm_job_name(sweep_id: str, arm: Arm) -> str:
     return job_name("arm", sweep_id, arm.name)
 
 
+def legs_job_name(sweep_id: str, group: str) -> str:
+    return job_name("legs", sweep_id, group)
+
+
 def collector_job_name(sweep_id: str) -> str:
     return job_name("collect", sweep_id, sweep_id)
 
@@ -96,9 +104,11 @@ def sweep_selector(sweep_id: str, component: str | None = None) -> str:
     return f"{selector},{LABEL_COMPONENT}={component}" if component else selector
 
 
-def arm_json(arm: Arm) -> str:
-    """The arm spec exactly as the local executor passes it to ``jobs.arm --arm-json``."""
-    return json.dumps(arm.model_dump(exclude_none=True))
+def arm_json(arm: Arm | Sequence[Arm]) -> str:
+    """The arm spec (or a group's list of them) exactly as the local executor passes it to ``--arm-json``."""
+    if isinstance(arm, Arm):
+        return json.dumps(arm.model_dump(exclude_none=True))
+    return json.dumps([a.model_dump(exclude_none=True) for a in arm])
 
 
 def _env(name: str, value: str) -> k.V1EnvVar:
@@ -134,18 +144,22 @@ def _runtime_env() -> list[k.V1EnvVar]:
             _env("XDG_CACHE_HOME", f"{SCRATCH}/cache"), _env("MPLCONFIGDIR", f"{SCRATCH}/matplotlib")]
 
 
-def arm_env(settings: LauncherSettings, arm: Arm, sweep_id: str) -> list[k.V1EnvVar]:
-    """jobs.arm's environment twins, in its own order, then the store and runtime settings."""
+def arm_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str, *, legs: str | None = None,
+            reranker: bool | None = None) -> list[k.V1EnvVar]:
+    """jobs.arm's environment twins, in its own order, then the store and runtime settings. ``legs``: the
+    store key of the group's published legs.json (RAGSWEEP_LEGS: read, never refetched)."""
     env = [
         _env("RAGSWEEP_STATE", settings.state_path),
         _env("RAGSWEEP_STORE", settings.store),
         _env("RAGSWEEP_SWEEP_ID", sweep_id),
         _env("RAGSWEEP_ARM", arm_json(arm)),
     ]
-    if arm.needs_reranker:
+    if reranker if reranker is not None else isinstance(arm, Arm) and arm.needs_reranker:
         env.append(_env("RAGSWEEP_RERANKER", settings.reranker_path))
     env.append(_env("RAGSWEEP_WORKERS", str(settings.workers)))
     env.append(_env("RAGSWEEP_BACKEND", settings.backend))
+    if legs is not None:
+        env.append(_env("RAGSWEEP_LEGS", legs))
     env += [e for e in store_env(settings) if e.name != "RAGSWEEP_STORE"]
     return env + service_env(settings) + _runtime_env()
 
@@ -223,18 +237,10 @@ def _job(name: str, job_labels: dict[str, str], annotations: dict[str, str], sha
     )
 
 
-def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, reranker_key: str | None = None) -> k.V1Job:
-    """One arm as one Job. ``reranker_key`` is the store key of the reranker archive (rerank arms)."""
-    gpu = arm.needs_reranker
-    if gpu and not reranker_key:
-        from harness.errors import UsageError
-
-        raise UsageError(f"arm {arm.name} runs the rerank stage: its Job needs the reranker's store key")
-    shape: PodShape = (PodShape(policy=settings.gpu.policy, resources=settings.gpu.resources,
-                                placement=settings.gpu.placement) if gpu else settings.arm)
-    image = settings.images.gpu if gpu else settings.images.cpu
+def _state_volumes(settings: LauncherSettings, image: str) -> tuple[list[k.V1Container], list[k.V1Volume],
+                                                                     list[k.V1VolumeMount]]:
+    """The fetch-state init container, the state and scratch volumes, and the main container's mounts."""
     state_mount = k.V1VolumeMount(name="state", mount_path=settings.state_path)
-    reranker_mount = k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path)
     init = [_sync_container(settings, image, "fetch-state", settings.state_key, settings.state_path, state_mount)]
     volumes = [k.V1Volume(name="state", empty_dir=k.V1EmptyDirVolumeSource()),
                k.V1Volume(name="scratch", empty_dir=k.V1EmptyDirVolumeSource())]
@@ -243,6 +249,41 @@ def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, rerank
     # own emptyDir, filled by fetch-state; nothing leaves it.
     mounts = [k.V1VolumeMount(name="state", mount_path=settings.state_path),
               k.V1VolumeMount(name="scratch", mount_path=SCRATCH)]
+    return init, volumes, mounts
+
+
+def build_legs_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: str, group: str, legs: str) -> k.V1Job:
+    """A group's legs Job: ``jobs.legs`` fetches the legs every arm of ``arms`` asks for and writes them to
+    the store at ``legs``; it runs on a CPU node whatever the arms' stages (no cross-encoder is loaded)."""
+    init, volumes, mounts = _state_volumes(settings, settings.images.cpu)
+    container = k.V1Container(
+        name=LEGS_CONTAINER, image=settings.images.cpu, image_pull_policy=settings.image_pull_policy,
+        command=list(LEGS_COMMAND), env=arm_env(settings, arms, sweep_id, legs=legs, reranker=False),
+        resources=_resources(settings.arm.resources), security_context=_security_context(), volume_mounts=mounts,
+        termination_message_policy="FallbackToLogsOnError",
+    )
+    pod = _pod(settings, settings.arm, [container], volumes, init)
+    annotations = {"ragsweep.io/sweep-id": sweep_id, "ragsweep.io/legs": legs,
+                   "ragsweep.io/arms": ",".join(a.name for a in arms)}
+    # Component "arm": the chart's NetworkPolicy grants by component, and a legs pod needs exactly what an
+    # arm pod needs (the object store, the state). The job name (legs-...) and the annotations tell them apart.
+    return _job(legs_job_name(sweep_id, group), labels(settings, "arm", sweep_id), annotations, settings.arm, pod)
+
+
+def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, reranker_key: str | None = None,
+                  legs: str | None = None) -> k.V1Job:
+    """One arm as one Job. ``reranker_key`` is the store key of the reranker archive (rerank arms); ``legs``
+    the store key of its group's published legs (the arm reads them instead of fetching its own)."""
+    gpu = arm.needs_reranker
+    if gpu and not reranker_key:
+        from harness.errors import UsageError
+
+        raise UsageError(f"arm {arm.name} runs the rerank stage: its Job needs the reranker's store key")
+    shape: PodShape = (PodShape(policy=settings.gpu.policy, resources=settings.gpu.resources,
+                                placement=settings.gpu.placement) if gpu else settings.arm)
+    image = settings.images.gpu if gpu else settings.images.cpu
+    reranker_mount = k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path)
+    init, volumes, mounts = _state_volumes(settings, image)
     if gpu and reranker_key is not None:
         init.append(_sync_container(settings, image, "fetch-reranker", reranker_key, settings.reranker_path,
                                     reranker_mount))
@@ -250,7 +291,7 @@ def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, rerank
         mounts.append(k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path, read_only=True))
     container = k.V1Container(
         name=ARM_CONTAINER, image=image, image_pull_policy=settings.image_pull_policy,
-        command=list(ARM_COMMAND), env=arm_env(settings, arm, sweep_id),
+        command=list(ARM_COMMAND), env=arm_env(settings, arm, sweep_id, legs=legs),
         resources=_resources(shape.resources, {settings.gpu.resource_name: str(settings.gpu.count)} if gpu else None),
         security_context=_security_context(), volume_mounts=mounts,
         termination_message_policy="FallbackToLogsOnError",

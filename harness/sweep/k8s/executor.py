@@ -6,9 +6,14 @@ The flow of ``run(arms, sweep_id)``:
    is skipped (the identity comes from the cluster state's ``state.json``, the same bytes the
    arm pods unpack, so the pods and the launcher agree on every hash);
 2. the reranker (when a rerank arm is pending) is pushed to the store once per weights hash;
-3. Jobs are built (``builders``), submitted (``submit``) at most ``parallelism`` at a time, and
+3. on the embedded backend, each group of two or more pending arms that share legs
+   (harness.sweep.legs) gets one legs Job (``jobs.legs``) unless its legs.json is already in the
+   store; the group's arm Jobs are submitted once it succeeded and read the legs from there
+   (``RAGSWEEP_LEGS``). A legs Job that fails fails its group's arms, naming it: no arm fetches
+   shared legs itself behind the launcher's back (docs/kubernetes.md, "Shared legs");
+4. arm Jobs are built (``builders``), submitted (``submit``) at most ``parallelism`` at a time, and
    waited for on one watch with an overall deadline (``watch``);
-4. a Job that failed, or that completed without a complete artefact set, becomes a failed
+5. a Job that failed, or that completed without a complete artefact set, becomes a failed
    outcome with the failing condition, the retries and the pod's last log line; when the pod
    did not leave its own ``failed.json`` (it was killed, evicted or timed out), the launcher
    writes one, so the collector names the arm and says why.
@@ -31,10 +36,18 @@ from typing import Any
 from harness.errors import EXIT_PARTIAL, UsageError
 from harness.objectstore import StorageError
 from harness.sweep.catalogue import Arm, config_hash
-from harness.sweep.executor import ArmOutcome, SweepReport, default_sweep_id, measurement_identity, state_identity
+from harness.sweep.executor import (
+    ArmOutcome,
+    SweepReport,
+    default_sweep_id,
+    legs_identity,
+    measurement_identity,
+    state_identity,
+)
 from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings
 from harness.sweep.k8s.submit import RetryPolicy, call_api, create_job, delete_job
 from harness.sweep.k8s.watch import STUCK_REASONS, JobResult, JobWatcher, WatchTimeout
+from harness.sweep.legs import ArmGroup, group_arms, group_id, legs_store_key
 from harness.sweep.storage import ArtefactStore, incomplete_reason, is_complete, publish_failure, read_failure
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
@@ -49,6 +62,31 @@ def reranker_key(reranker: Path) -> str:
     from harness.retrieval.rerank import reranker_provenance
 
     return f"rerankers/{reranker_provenance(reranker)['weights_sha256'][:16]}/reranker.tar.gz"
+
+
+@dataclass(frozen=True)
+class LegsPlan:
+    """Where each pending arm of a shared group reads its legs, and the legs Jobs still to run."""
+
+    legs_of: dict[str, str]  # arm name -> store key of its group's legs.json
+    jobs: list[tuple[str, ArmGroup, str]]  # (job name, group, store key) for legs not yet in the store
+
+
+def plan_legs(store: ArtefactStore, sweep_id: str, arms: Sequence[Arm], backend: str, identity: str) -> LegsPlan:
+    """Groups of two or more arms share legs; a group whose legs.json is already published needs no Job."""
+    from harness.sweep.k8s.builders import legs_job_name
+
+    legs_of: dict[str, str] = {}
+    jobs: list[tuple[str, ArmGroup, str]] = []
+    for group in group_arms(arms, backend):
+        if not group.shared or group.key is None:
+            continue
+        gid = group_id(identity, group.key)
+        key = legs_store_key(sweep_id, gid)
+        legs_of.update({arm.name: key for arm in group.arms})
+        if not store.exists(key):
+            jobs.append((legs_job_name(sweep_id, gid), group, key))
+    return LegsPlan(legs_of, jobs)
 
 
 @dataclass
@@ -126,6 +164,45 @@ class K8sExecutor:
         publish_failure(self.store, sweep_id, run.arm, run.digest, message)
         return ArmOutcome(run.arm, "failed", seconds, message)
 
+    def _legs(self, sweep_id: str, pending: list[tuple[Arm, str]], report: SweepReport) -> dict[str, str]:
+        """Run the legs Jobs the pending arms need and wait for them all; the arms of a group whose legs
+        could not be published are failed (removed from ``pending``). Returns arm name -> legs key."""
+        from harness.sweep.k8s.builders import build_legs_job, sweep_selector
+
+        plan = plan_legs(self.store, sweep_id, [a for a, _ in pending], self.settings.backend,
+                         legs_identity(self.state, self.settings.backend))
+        if not plan.jobs:
+            return plan.legs_of
+        started = time.monotonic()
+        for name, group, key in plan.jobs:
+            job = build_legs_job(self.settings, group.arms, sweep_id, name, key)
+            self._say(f"  {create_job(self.batch, self.namespace, job, self.policy)} legs job {name} for "
+                      f"{len(group.arms)} arms ({', '.join(a.name for a in group.arms)})")
+        watcher = JobWatcher(self.batch, self.core, self.namespace, sweep_selector(sweep_id, "arm"),
+                             self.timeout_s, container="legs", policy=self.policy)
+        waiting = {name: (group, key) for name, group, key in plan.jobs}
+
+        def fail(group: ArmGroup, message: str) -> None:
+            for arm in group.arms:
+                digest = next(d for a, d in pending if a.name == arm.name)
+                publish_failure(self.store, sweep_id, arm, digest, message)
+                report.outcomes.append(ArmOutcome(arm, "failed", time.monotonic() - started, message))
+            pending[:] = [(a, d) for a, d in pending if a not in group.arms]
+
+        try:
+            while waiting:
+                for result in watcher.wait(list(waiting)):
+                    group, key = waiting.pop(result.name)
+                    if result.succeeded and self.store.exists(key):
+                        self._say(f"  legs job {result.name} ok ({time.monotonic() - started:.0f}s)")
+                        continue
+                    why = result.describe() if not result.succeeded else f"it wrote no {key}"
+                    fail(group, f"not run: its group's legs job {result.name} failed: {why}")
+        except WatchTimeout as e:
+            for name, (group, _) in waiting.items():
+                fail(group, f"not run: its group's legs job {name} did not finish before the sweep's deadline: {e}")
+        return plan.legs_of
+
     def run(self, arms: Sequence[Arm], sweep_id: str) -> SweepReport:
         from harness.sweep.k8s.builders import arm_job_name, build_arm_job, sweep_selector
 
@@ -139,6 +216,7 @@ class K8sExecutor:
             else:
                 pending.append((arm, digest))
         key = self._reranker_key([a for a, _ in pending])
+        legs_of = self._legs(sweep_id, pending, report)
         width = max(1, self.parallelism or self.settings.parallelism)
         self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - len(pending)} already complete, "
                   f"{len(pending)} to run as Jobs in {self.namespace}, at most {width} at once")
@@ -151,7 +229,8 @@ class K8sExecutor:
             while queue or running:
                 while queue and len(running) < width:
                     arm, digest = queue.pop(0)
-                    job = build_arm_job(self.settings, arm, sweep_id, reranker_key=key if arm.needs_reranker else None)
+                    job = build_arm_job(self.settings, arm, sweep_id, reranker_key=key if arm.needs_reranker else None,
+                                        legs=legs_of.get(arm.name))
                     how = create_job(self.batch, self.namespace, job, self.policy)
                     name = arm_job_name(sweep_id, arm)
                     running[name] = _Running(arm, digest, time.monotonic())

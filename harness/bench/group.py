@@ -1,0 +1,90 @@
+"""Arms that share legs, run in one process: the context opened once, the legs fetched once, every
+arm fused, reranked and scored from them.
+
+A group is arms whose ``legs_key`` (harness.bench.config) is equal under one run's settings: the
+same state, backend, query encoder, embedded text, fusion window and scope. ``GroupRun`` opens
+the context (judgements, query vectors, answers) once with a shared ``LegCache``; each arm then
+runs exactly as ``run_bench`` would run it alone, except that a leg request another arm already
+made is answered from the cache, and a cross-encoder call another arm already made from the
+context's score cache. The results files are the bytes the arm writes alone; runinfo.json (outside
+the claim) says what was shared.
+
+``fetch_legs`` fetches a group's legs and no more, for a process that publishes them for arms
+running elsewhere (``jobs.legs``, a Kubernetes Job).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.bench.config import BenchConfig, legs_key
+from harness.bench.context import ArmContext, open_context
+from harness.bench.run import run_arm
+from harness.errors import UsageError
+from harness.index.embed import Embedder
+from harness.retrieval.chunks import HybridRetriever
+from harness.retrieval.legs import LegCache, LegTable, leg_request
+from harness.state import State
+
+
+def config_legs_key(config: BenchConfig) -> dict[str, str | int]:
+    return legs_key(config.arm)
+
+
+@dataclass
+class GroupRun:
+    """One opened context and its leg cache, and the arms run over it so far."""
+
+    context: ArmContext
+    key: dict[str, str | int]
+    open_seconds: float
+    arms_run: int = 0
+
+    @classmethod
+    def open(cls, state: State, settings: BenchConfig, embedder: Embedder, *, opensearch_url: str = "",
+             pg_dsn: str = "", published: LegTable | None = None) -> GroupRun:
+        """``settings``: any arm of the group (its run-level settings are every arm's). ``published``:
+        legs fetched by another process; a request of theirs they lack is refused, never fetched."""
+        t0 = time.perf_counter()
+        key = config_legs_key(settings)
+        if published is not None and published.group.get("legs_key") != key:
+            raise UsageError(f"the shared legs ({published.describe()}) are for {published.group.get('legs_key')}, "
+                             f"not this group's {key}")
+        context = open_context(state, settings, embedder, opensearch_url=opensearch_url, pg_dsn=pg_dsn,
+                               legs=LegCache(published=published))
+        return cls(context=context, key=key, open_seconds=round(time.perf_counter() - t0, 3))
+
+    def run(self, config: BenchConfig, out: Path, compare: Path | None = None) -> dict[str, Any]:
+        """Run one arm of the group and write its files to ``out``."""
+        if config_legs_key(config) != self.key:
+            raise UsageError(f"arm {config.control_name} fetches other legs ({config_legs_key(config)}) than "
+                             f"its group ({self.key}); run it in its own group")
+        cache = self.context.legs
+        assert cache is not None
+        before = cache.counts()
+        started = time.time()
+        def legs_info() -> dict[str, Any]:
+            now = cache.counts()
+            return {"group": dict(self.key), "position": self.arms_run, "context_seconds": self.open_seconds,
+                    "fetched": now["fetched"] - before["fetched"], "reused": now["reused"] - before["reused"],
+                    "published": now["published"]}
+
+        metrics = run_arm(self.context, config, out, compare, started=started, legs_info=legs_info)
+        self.arms_run += 1
+        return metrics
+
+
+def fetch_legs(context: ArmContext, config: BenchConfig, group: dict[str, Any]) -> LegTable:
+    """Fetch the legs every arm of ``config``'s group asks for (one request per judged query) and
+    return them as a table; ``group`` is what they are true of (state, encoder, the legs key)."""
+    cache = context.legs if context.legs is not None else LegCache()
+    retriever = HybridRetriever(context.state.index, config.arm.embedding_text, config.fusion, cache=cache)
+    depth = int(config_legs_key(config)["fusion_window"])
+    for i, query in enumerate(context.judged):
+        scope = list(query.gold_files) if config.arm.scope == "gold-files" else None
+        retriever.legs(query.text, context.vectors[i], depth, file_uuids=scope)
+    shape = leg_request("", depth, config.arm.embedding_text)
+    return cache.table(shape, {**group, "legs_key": config_legs_key(config)})

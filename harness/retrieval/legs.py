@@ -1,0 +1,141 @@
+"""Shared legs: a query's BM25 and kNN legs, fetched once and fused by every arm that asks for them.
+
+A leg request is everything the two legs depend on besides the index and the query encoder:
+the query text, the depth (the fusion window), the document plane, the file scope, the
+speaker and the embedded text the kNN leg searches. Two arms over one index and one encoder
+that make equal requests get equal legs, so the legs are fetched once (``LegCache``) and each
+arm fuses them its own way: the fusion arms of a sweep differ only in that.
+
+``LegTable`` is the same legs written to a file (``legs.json``), for arms in other processes
+(a Kubernetes Job each): a cache that starts from a table serves the table's requests from it,
+and a request of the table's shape (its depth, plane and embedded text) that the table lacks is
+refused, never fetched again behind the caller's back. Scores travel as JSON numbers, which
+read back as the same doubles, so an arm fusing a table's legs writes the same bytes as one
+that fetched them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+from harness.errors import IntegrityError
+from harness.index.backend import LegHit
+
+LEGS_SCHEMA: Literal["ragsweep.legs/1"] = "ragsweep.legs/1"
+
+# (bm25 leg, knn leg), each best first as the backend returned it
+Legs = tuple[tuple[LegHit, ...], tuple[LegHit, ...]]
+
+
+@dataclass(frozen=True)
+class LegRequest:
+    """What one pair of legs depends on, besides the index and the query encoder."""
+
+    text: str
+    depth: int
+    embedding_text: str
+    doc_type: str = "chunk"
+    file_uuids: tuple[str, ...] | None = None
+    speaker: str | None = None
+
+    @property
+    def shape(self) -> tuple[int, str, str, str | None]:
+        return self.depth, self.doc_type, self.embedding_text, self.speaker
+
+
+@dataclass
+class LegCache:
+    """Legs by request, for the arms of one group (one index, one encoder). Safe across threads.
+
+    ``published``: legs another process fetched (``LegTable``). A request of its shape that it
+    lacks raises IntegrityError; requests of another shape (the route stage's digest leg) are
+    fetched and kept here like any other.
+    """
+
+    published: LegTable | None = None
+    fetched: int = 0  # requests fetched from the backend
+    reused: int = 0  # requests answered from what was already here
+    _legs: dict[LegRequest, Legs] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.published is not None:
+            self._legs.update(self.published.legs())
+
+    def legs(self, request: LegRequest, fetch: Callable[[], Legs]) -> Legs:
+        with self._lock:
+            known = self._legs.get(request)
+            if known is not None:
+                self.reused += 1
+                return known
+        if self.published is not None and request.shape == self.published.shape:
+            raise IntegrityError(
+                f"the shared legs ({self.published.describe()}) hold no legs for the query {request.text!r} "
+                f"(scope {request.file_uuids}); they were fetched for another query set or state. Rerun the "
+                "sweep so its legs are fetched again (the arm never fetches them behind the table's back)")
+        legs = fetch()
+        with self._lock:
+            self.fetched += 1
+            return self._legs.setdefault(request, legs)
+
+    def table(self, shape_of: LegRequest, group: Mapping[str, Any]) -> LegTable:
+        """Every request of ``shape_of``'s shape held here, as a table to publish."""
+        rows = [LegRow(text=r.text, file_uuids=list(r.file_uuids) if r.file_uuids is not None else None,
+                       bm25=[(h.doc_id, h.score) for h in bm25], knn=[(h.doc_id, h.score) for h in knn])
+                for r, (bm25, knn) in sorted(self._legs.items(), key=lambda kv: (kv[0].text, kv[0].file_uuids or ()))
+                if r.shape == shape_of.shape]
+        return LegTable(group=dict(group), depth=shape_of.depth, doc_type=shape_of.doc_type,
+                        embedding_text=shape_of.embedding_text, speaker=shape_of.speaker, rows=rows)
+
+    def counts(self) -> dict[str, int]:
+        return {"fetched": self.fetched, "reused": self.reused,
+                "published": len(self.published.rows) if self.published is not None else 0}
+
+
+class LegRow(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    text: StrictStr
+    file_uuids: list[StrictStr] | None
+    bm25: list[tuple[StrictStr, StrictFloat]]
+    knn: list[tuple[StrictStr, StrictFloat]]
+
+
+class LegTable(BaseModel):
+    """legs.json: one group's legs, one row per (query text, scope), in (text, scope) order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    schema_: Literal["ragsweep.legs/1"] = Field(LEGS_SCHEMA, alias="schema")
+    group: dict[str, Any]  # what the legs are true of: state, embedder, the group key (harness.bench)
+    depth: StrictInt
+    doc_type: StrictStr
+    embedding_text: StrictStr
+    speaker: StrictStr | None
+    rows: list[LegRow]
+
+    @property
+    def shape(self) -> tuple[int, str, str, str | None]:
+        return self.depth, self.doc_type, self.embedding_text, self.speaker
+
+    def describe(self) -> str:
+        return f"group {self.group.get('key', '?')}, depth {self.depth}, {len(self.rows)} queries"
+
+    def legs(self) -> dict[LegRequest, Legs]:
+        return {LegRequest(text=row.text, depth=self.depth, embedding_text=self.embedding_text,
+                           doc_type=self.doc_type, file_uuids=tuple(row.file_uuids) if row.file_uuids is not None
+                           else None, speaker=self.speaker):
+                (tuple(LegHit(d, s) for d, s in row.bm25), tuple(LegHit(d, s) for d, s in row.knn))
+                for row in self.rows}
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True) + "\n"
+
+
+def leg_request(text: str, depth: int, embedding_text: str, *, doc_type: str = "chunk",
+                file_uuids: Sequence[str] | None = None, speaker: str | None = None) -> LegRequest:
+    return LegRequest(text=text, depth=depth, embedding_text=embedding_text, doc_type=doc_type,
+                      file_uuids=tuple(file_uuids) if file_uuids is not None else None, speaker=speaker)

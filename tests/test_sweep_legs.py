@@ -1,0 +1,89 @@
+"""The fusion family through the local executor, legs shared and not: the same bytes for every arm.
+
+Real jobs.arm processes, the real embedding model, a state built from the QMSum-format fixture.
+With sharing the ten arms are one group (one process: the queries encoded and both legs fetched
+once); without, ten processes. Every file an arm publishes except runinfo.json (durations, and
+what was shared) must have the same sha256 both ways, and complete.json must record them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.sweep.catalogue import CATALOGUE
+from harness.sweep.executor import LocalExecutor
+from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES
+from tests.fixture_state import qmsum_fixture_state
+
+DETERMINISTIC = tuple(name for name in (*ARM_FILES, *ARM_EXTRA_FILES) if name != "runinfo.json")
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return qmsum_fixture_state(tmp_path_factory, "legs")
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_fusion_family_writes_the_same_bytes_with_legs_shared_and_alone(state: Path, tmp_path: Path) -> None:
+    arms = list(CATALOGUE.family("fusion").arms)
+    reports = {}
+    for share in (True, False):
+        executor = LocalExecutor(state=state, store_spec=str(tmp_path / str(share)), workers=2, quiet=True,
+                                 share_legs=share)
+        reports[share] = executor.run(arms, "fusion")
+        assert [o.status for o in reports[share].outcomes] == ["published"] * len(arms), reports[share].outcomes
+    assert {o.group_size for o in reports[True].outcomes} == {len(arms)}
+    assert {o.group_size for o in reports[False].outcomes} == {1}
+    for arm in arms:
+        shared, alone = (tmp_path / str(s) / "sweeps" / "fusion" / "fusion" / arm.name for s in (True, False))
+        for name in DETERMINISTIC:
+            assert _sha(shared / name) == _sha(alone / name), f"{arm.name}/{name}"
+        markers = [json.loads((folder / "complete.json").read_text()) for folder in (shared, alone)]
+        assert markers[0] == {**markers[1], "files": {**markers[1]["files"],
+                                                      "runinfo.json": markers[0]["files"]["runinfo.json"]}}
+        legs = json.loads((shared / "runinfo.json").read_text())["legs"]
+        assert legs["group"] == {"embedding_text": "header", "fusion_window": 192, "scope": "corpus"}
+        assert (legs["fetched"] == 0) == (arm.name != arms[0].name)
+
+
+def test_legs_published_by_jobs_legs_serve_the_arm_jobs_byte_for_byte(state: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The Kubernetes path without a cluster: jobs.legs publishes the group's legs, jobs.arm --legs reads
+    them (never fetching its own) and writes what the arm writes alone; a table for another state is refused."""
+    from harness.sweep.executor import legs_identity
+    from harness.sweep.legs import arm_legs_key, group_id, legs_store_key
+    from jobs import arm as arm_job
+    from jobs import legs as legs_job
+
+    family = CATALOGUE.family("fusion")
+    arm = family.arm("norm-minmax-harm")
+    key = legs_store_key("s", group_id(legs_identity(state), arm_legs_key(arm)))
+    common = ["--state", str(state), "--sweep-id", "s"]
+    assert legs_job.main([*common, "--store", str(tmp_path / "k8s"), "--legs", key, "--arm-json",
+                          json.dumps([a.model_dump(exclude_none=True) for a in family.arms])]) == 0
+    table = json.loads((tmp_path / "k8s" / key).read_text())
+    assert table["group"]["state"] == legs_identity(state) and table["rows"]
+    spec = json.dumps(arm.model_dump(exclude_none=True))
+    assert arm_job.main([*common, "--store", str(tmp_path / "k8s"), "--legs", key, "--arm-json", spec]) == 0
+    assert arm_job.main([*common, "--store", str(tmp_path / "alone"), "--arm-json", spec]) == 0
+    read, alone = (tmp_path / s / "sweeps" / "s" / "fusion" / arm.name for s in ("k8s", "alone"))
+    for name in DETERMINISTIC:
+        assert _sha(read / name) == _sha(alone / name), name
+    legs = json.loads((read / "runinfo.json").read_text())["legs"]
+    assert legs["fetched"] == 0 and legs["published"] == len(table["rows"])
+
+    table["group"]["state"] = "0" * 64  # legs of another state: refused, the arm failed, nothing fetched
+    (tmp_path / "k8s" / key).write_text(json.dumps(table))
+    other = family.arm("rrf-60")
+    code = arm_job.main([*common, "--store", str(tmp_path / "k8s"), "--legs", key, "--arm-json",
+                         json.dumps(other.model_dump(exclude_none=True))])
+    assert code == 5 and "were fetched for" in capsys.readouterr().err
+    assert (tmp_path / "k8s" / "sweeps" / "s" / "fusion" / other.name / "failed.json").is_file()
