@@ -88,7 +88,8 @@ class BenchConfig(BaseModel):
         """The run-level settings: arms that agree on them can share one opened context
         (harness.bench.context). The arm's own fields are left out, except the embedded text,
         which picks the vectors the context checks and encodes against."""
-        run = tuple((name, getattr(self, name)) for name in type(self).model_fields if name not in ("control_name", "arm"))
+        run = tuple((name, getattr(self, name)) for name in type(self).model_fields
+                    if name not in ("control_name", "arm"))
         return (*run, ("embedding_text", self.arm.embedding_text))
 
     @property
