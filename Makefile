@@ -43,10 +43,10 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 2; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[eval,embed,stack,k8s,dev]'
+	$(PY) -m pip install -q -e '.[eval,embed,onnx,stack,k8s,dev]'
 	touch $(STAMP)
 
-setup: $(STAMP) ## create .venv and install ragsweep with its eval, embed and dev extras
+setup: $(STAMP) ## create .venv and install ragsweep with its eval, embed, onnx and dev extras
 
 test: $(STAMP) k8s-tools ## start the local stack, run every test against it, re-derive the CI baseline, stop the stack
 	bash stack/up.sh

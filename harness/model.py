@@ -26,6 +26,10 @@ DateSource = Literal["corpus", "none"]
 # Where an arm searches: the state's own embedded index, or the real stack (OpenSearch, PostgreSQL).
 Backend = Literal["embedded", "stack"]
 BACKENDS: tuple[Backend, ...] = ("embedded", "stack")
+# What runs the embedding model's transformer: torch (the default), or the ONNX export of the same
+# weights in onnxruntime (harness.index.onnx_backend; its vectors carry another model identity).
+EmbeddingBackend = Literal["torch", "onnx"]
+EMBEDDING_BACKENDS: tuple[EmbeddingBackend, ...] = ("torch", "onnx")
 
 # A fixed namespace: changing it changes every file_uuid, i.e. every doc id and qrels file.
 RAGSWEEP_NAMESPACE = uuid.UUID("6f0b7a52-4c1e-5b8e-9a55-1d2c3e4f5a6b")

@@ -7,10 +7,10 @@ published to the artefact store.
 
 Every flag has an environment twin (RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID,
 RAGSWEEP_ARM, RAGSWEEP_RERANKER, RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS, RAGSWEEP_BACKEND,
-RAGSWEEP_LEGS), which is how a Job spec passes them. An arm whose complete artefact set for the
-same config hash is already in the store is skipped. A failure is published as failed.json (so
-the collector names it); the other arms of a group still run, and the process exits with the
-first failure's code (0 when every arm was published or skipped).
+RAGSWEEP_LEGS, RAGSWEEP_EMBEDDING_BACKEND), which is how a Job spec passes them. An arm whose
+complete artefact set for the same config hash is already in the store is skipped. A failure is
+published as failed.json (so the collector names it); the other arms of a group still run, and
+the process exits with the first failure's code (0 when every arm was published or skipped).
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ def _open_group(args: argparse.Namespace, store: Any, config: Any) -> Any:
 
     published = read_legs(store, args.legs) if args.legs else None
     state = State.open(args.state)
-    embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL)
+    embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL, backend=args.embedding_backend,
+                                           onnx_dir=Path(settings().onnx_cache))
     if published is not None:
         from harness.errors import IntegrityError
         from harness.sweep.executor import legs_identity

@@ -12,7 +12,7 @@ def group_flags(p: argparse.ArgumentParser, env: Any, arm_help: str, legs_help: 
     """The flags jobs.arm and jobs.legs share, each defaulting to its RAGSWEEP_* twin (``env``: Settings)."""
     from pathlib import Path
 
-    from harness.model import BACKENDS
+    from harness.model import BACKENDS, EMBEDDING_BACKENDS
 
     p.add_argument("--state", type=Path, default=env.state)
     p.add_argument("--store", default=env.store)
@@ -22,6 +22,8 @@ def group_flags(p: argparse.ArgumentParser, env: Any, arm_help: str, legs_help: 
     p.add_argument("--s3-endpoint", default=env.s3_endpoint)
     p.add_argument("--backend", choices=BACKENDS, default=env.backend,
                    help="embedded: the state's own index; stack: its OpenSearch index (RAGSWEEP_OPENSEARCH_URL)")
+    p.add_argument("--embedding-backend", choices=EMBEDDING_BACKENDS, default=env.embedding_backend,
+                   help="what encodes the queries (torch or onnx): what built the state's index")
 
 
 def require(p: argparse.ArgumentParser, args: argparse.Namespace, names: Sequence[str]) -> None:

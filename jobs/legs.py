@@ -3,10 +3,11 @@
     python -m jobs.legs --state STATE --store DIR|s3://BUCKET/PREFIX --sweep-id ID --arm-json '[{...}, ...]' --legs KEY
 
 Environment twins: RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID, RAGSWEEP_ARM, RAGSWEEP_LEGS,
-RAGSWEEP_S3_ENDPOINT, RAGSWEEP_BACKEND (how a legs Job's spec passes them). The arms must share
-one legs key (harness.sweep.legs); the legs are written to KEY as legs.json, naming the state, the
-query encoder and the key they are true of, which every arm that reads them checks. Exits with the
-error's code when they cannot be fetched; the launcher then fails the group's arms, naming why.
+RAGSWEEP_S3_ENDPOINT, RAGSWEEP_BACKEND, RAGSWEEP_EMBEDDING_BACKEND (how a legs Job's spec passes
+them). The arms must share one legs key (harness.sweep.legs); the legs are written to KEY as
+legs.json, naming the state, the query encoder and the key they are true of, which every arm that
+reads them checks. Exits with the error's code when they cannot be fetched; the launcher then
+fails the group's arms, naming why.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from harness.commands.settings import settings
 from harness.errors import UsageError
@@ -54,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     config = BenchConfig(arm=neutral, control_name=f"legs-{arms[0].name}", backend=args.backend)
     assert legs_key(neutral) == arm_legs_key(arms[0])
     state = State.open(args.state)
-    embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL)
+    embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL, backend=args.embedding_backend,
+                                           onnx_dir=Path(settings().onnx_cache))
     group = GroupRun.open(state, config, embedder)
     identity = legs_identity(args.state, args.backend)
     table = fetch_legs(group.context, config, {"state": identity, "embedder": embedder.identity,

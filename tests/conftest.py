@@ -38,11 +38,12 @@ _load_stack_env()
 @pytest.fixture(autouse=True, scope="session")
 def _embedding_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """`ragsweep state build` in a test (in-process or a child process) uses a session's own embedding
-    cache, never the checkout's var/cache/embeddings; a test that sets RAGSWEEP_EMBEDDING_CACHE wins."""
-    name = "RAGSWEEP_EMBEDDING_CACHE"
-    before = os.environ.get(name)
-    if before is None:
-        os.environ[name] = str(tmp_path_factory.mktemp("embedding-cache"))
+    cache and ONNX export folder, never the checkout's var/cache/embeddings or var/cache/onnx; a test
+    that sets RAGSWEEP_EMBEDDING_CACHE or RAGSWEEP_ONNX_CACHE wins."""
+    names = {"RAGSWEEP_EMBEDDING_CACHE": "embedding-cache", "RAGSWEEP_ONNX_CACHE": "onnx-cache"}
+    unset = [name for name in names if os.environ.get(name) is None]
+    for name in unset:
+        os.environ[name] = str(tmp_path_factory.mktemp(names[name]))
     yield
-    if before is None:
+    for name in unset:
         os.environ.pop(name, None)

@@ -13,7 +13,7 @@ from harness.cli import COMMANDS, build_parser, main
 from harness.errors import EXIT_INPUT, EXIT_USAGE
 
 HEAVY = ("torch", "sentence_transformers", "transformers", "pytrec_eval", "tantivy", "numpy", "scipy", "bm25s",
-         "boto3", "matplotlib", "kubernetes", "opensearchpy", "psycopg", "celery")
+         "boto3", "matplotlib", "kubernetes", "opensearchpy", "psycopg", "celery", "onnxruntime", "onnx", "onnxscript")
 
 
 def test_help_imports_nothing_heavy() -> None:

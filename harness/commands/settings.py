@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from harness.model import Backend
+from harness.model import Backend, EmbeddingBackend
 
 
 class Settings(BaseSettings):
@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     s3_endpoint: str | None = None
     # -- the machine's embedding cache (harness.index.embedcache): a folder, or "none" -------------
     embedding_cache: str = "var/cache/embeddings"
+    # -- what runs the embedding model (--embedding-backend; harness.index.onnx_backend): torch or onnx --
+    embedding_backend: EmbeddingBackend = "torch"
+    onnx_cache: str = "var/cache/onnx"  # where the onnx backend keeps the model's local export
     # -- what a Job is told (jobs/arm.py, jobs/collect.py) --------------------------------------
     state: Path | None = None
     store: str | None = None

