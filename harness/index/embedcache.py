@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.corpora.integrity import sha256_file
 from harness.errors import UsageError
 from harness.index.embed import Embedder, encode_pieces
 from harness.objectstore import write_atomic
@@ -73,14 +74,6 @@ def model_key(embedder: Embedder) -> dict[str, Any]:
 def model_folder_name(key: dict[str, Any]) -> str:
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()[:16]
     return f"{_UNSAFE.sub('_', str(key['identity']))[:80]}-{digest}"
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _warn(message: str) -> None:
@@ -224,7 +217,7 @@ class CachingEmbedder:
         if not shard.verified:
             path = self.folder / f"{shard.name}.vec"
             try:
-                ok = _sha256_file(path) == shard.vectors_sha256
+                ok = sha256_file(path) == shard.vectors_sha256
             except FileNotFoundError:
                 ok = False
             if not ok:

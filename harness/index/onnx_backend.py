@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -32,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.corpora.integrity import sha256_file
 from harness.errors import IntegrityError, UsageError
 from harness.objectstore import write_atomic
 
@@ -60,14 +60,6 @@ def require_onnxruntime() -> Any:
 def onnx_identity(identity: str, ort_version: str) -> str:
     """The ONNX backend's model identity: the torch identity (weights digest) + onnxruntime's version."""
     return f"{identity}+onnx-{ort_version}"
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 @contextlib.contextmanager
@@ -144,7 +136,7 @@ def export_model(model: Any, folder: Path) -> dict[str, Any]:
             os.replace(tmp, target)
         finally:
             tmp.unlink(missing_ok=True)
-        record = {"schema": EXPORT_SCHEMA, "sha256": _sha256_file(target), "bytes": target.stat().st_size,
+        record = {"schema": EXPORT_SCHEMA, "sha256": sha256_file(target), "bytes": target.stat().st_size,
                   "exporter": f"torch {torch.__version__} torch.onnx.export(dynamo=True)", "opset": opset,
                   "inputs": list(INPUTS), "output": "token_embeddings",
                   "probe_max_abs_difference": difference}
@@ -162,7 +154,7 @@ def _opset(program: Any, path: Path) -> int | None:
 
 
 def _checked(record: dict[str, Any], target: Path) -> dict[str, Any]:
-    if record.get("schema") != EXPORT_SCHEMA or _sha256_file(target) != record.get("sha256"):
+    if record.get("schema") != EXPORT_SCHEMA or sha256_file(target) != record.get("sha256"):
         raise IntegrityError(f"{target} does not match its export.json (sha256); delete {target.parent} "
                              "and it is exported again")
     return record
