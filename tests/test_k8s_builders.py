@@ -407,7 +407,11 @@ def test_a_legs_job_runs_jobs_legs_on_a_cpu_node_for_the_whole_group() -> None:
 
     group = CATALOGUE.family("budget").arms[:2]  # rerank arms: their legs still need no GPU
     key = f"sweeps/{SWEEP}/legs/0123456789abcdef/legs.json"
-    job = serialize(build_legs_job(S, group, SWEEP, legs_job_name(SWEEP, "0123456789abcdef"), key))
+    name = legs_job_name(SWEEP, "0123456789abcdef")
+    job = serialize(build_legs_job(S, group, SWEEP, name, key))
+    # the Job is created under the very name the launcher then waits for (once it was named twice over,
+    # legs-legs-...: the Job ran and published, and the launcher waited for a Job that never existed)
+    assert job["metadata"]["name"] == name
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["command"] == ["python", "-m", "jobs.legs"]
@@ -446,6 +450,9 @@ def test_the_legs_plan_runs_a_legs_job_only_for_unpublished_shared_groups(tmp_pa
     ((name, group, key),) = plan.jobs  # retrieve-12 is a group of one: it fetches its own legs
     assert group.arms == CATALOGUE.family("fusion").arms and name.startswith("legs-")
     assert set(plan.legs_of) == {a.name for a in group.arms} and set(plan.legs_of.values()) == {key}
+    from harness.sweep.k8s.builders import build_legs_job
+
+    assert serialize(build_legs_job(S, group.arms, SWEEP, name, key))["metadata"]["name"] == name
     store.put_text(key, "{}")
     again = plan_legs(store, SWEEP, arms, "embedded", "state-identity")
     assert again.jobs == [] and again.legs_of == plan.legs_of

@@ -252,9 +252,10 @@ def _state_volumes(settings: LauncherSettings, image: str) -> tuple[list[k.V1Con
     return init, volumes, mounts
 
 
-def build_legs_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: str, group: str, legs: str) -> k.V1Job:
-    """A group's legs Job: ``jobs.legs`` fetches the legs every arm of ``arms`` asks for and writes them to
-    the store at ``legs``; it runs on a CPU node whatever the arms' stages (no cross-encoder is loaded)."""
+def build_legs_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: str, name: str, legs: str) -> k.V1Job:
+    """A group's legs Job named ``name`` (``legs_job_name``, the name the launcher waits for): ``jobs.legs``
+    fetches the legs every arm of ``arms`` asks for and writes them to the store at ``legs``; it runs on a
+    CPU node whatever the arms' stages (no cross-encoder is loaded)."""
     init, volumes, mounts = _state_volumes(settings, settings.images.cpu)
     container = k.V1Container(
         name=LEGS_CONTAINER, image=settings.images.cpu, image_pull_policy=settings.image_pull_policy,
@@ -267,7 +268,7 @@ def build_legs_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: st
                    "ragsweep.io/arms": ",".join(a.name for a in arms)}
     # Component "arm": the chart's NetworkPolicy grants by component, and a legs pod needs exactly what an
     # arm pod needs (the object store, the state). The job name (legs-...) and the annotations tell them apart.
-    return _job(legs_job_name(sweep_id, group), labels(settings, "arm", sweep_id), annotations, settings.arm, pod)
+    return _job(name, labels(settings, "arm", sweep_id), annotations, settings.arm, pod)
 
 
 def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, reranker_key: str | None = None,
