@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             # The arm's config is bench's own configuration model: handed over as is, never turned back into argv.
             config = BenchConfig(arm=arm.arm_config, control_name=arm.name, workers=args.workers,
-                                         backend=args.backend, reranker=args.reranker)
+                                 backend=args.backend, reranker=args.reranker)
         except BaseException as e:
             failures.append(_failed(store, args.sweep_id, arm, digest, e))
             continue
