@@ -17,11 +17,10 @@ from harness.sweep.catalogue import (
     Family,
     arm_argv,
     config_hash,
-    emit_manifest,
-    load_manifest,
     pipeline_id,
     select_arms,
 )
+from harness.sweep.manifest import emit_manifest, load_manifest
 
 
 def bench_parser() -> argparse.ArgumentParser:

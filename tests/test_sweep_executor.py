@@ -13,9 +13,9 @@ import pytest
 
 from harness.cli import main
 from harness.errors import EXIT_PARTIAL
-from harness.sweep.catalogue import load_manifest
 from harness.sweep.comparison import ComparisonDoc, read_comparison
 from harness.sweep.executor import LocalExecutor, collect_sweep, open_store
+from harness.sweep.manifest import load_manifest
 from tests.fixture_state import qmsum_fixture_state
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qmsum"

@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         results_from_manifest,
         results_from_store,
     )
-    from harness.sweep.catalogue import CATALOGUE, emit_manifest, load_manifest
+    from harness.sweep.catalogue import CATALOGUE
+    from harness.sweep.manifest import emit_manifest, load_manifest
     from harness.sweep.storage import LocalFolderStore
 
     if args.emit_manifest:

@@ -56,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def emit(args: argparse.Namespace) -> int:
-    from harness.sweep.catalogue import emit_manifest
+    from harness.sweep.manifest import emit_manifest
 
     print(emit_manifest(), end="")
     return 0

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
-from harness.sweep.catalogue import Catalogue, Family, load_manifest
+from harness.sweep.catalogue import Catalogue, Family
+from harness.sweep.manifest import load_manifest
 from harness.sweep.results import ArmResults, load_from_path, load_from_store
 from harness.sweep.storage import ArtefactStore
 

@@ -10,23 +10,23 @@ The built-in catalogue reproduces the methodology's Stage 5 arms (ten fusion, ni
 five candidate-pool) and adds two families it could not measure: ``diversity`` (the
 decomposition of the reranker's loss into selection and diversity) and ``embedding``
 (header vs body embedded text). ``emit_manifest`` prints it as JSON in the one shape that
-``load_manifest`` reads back, so a new arm is a manifest line, not a code edit.
+``load_manifest`` reads back (:mod:`harness.sweep.manifest`), so a new arm is a manifest line,
+not a code edit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from harness.bench.arm import ARM_KEYS, DEFAULTS, INT_KEYS, ArmConfig
-from harness.errors import InputDataError, UsageError
-from harness.inputfiles import read_input_text
+from harness.errors import UsageError
 
 MANIFEST_SCHEMA = "ragsweep.catalogue/1"
 CONFIG_HASH_SCHEMA = "ragsweep.arm-config/1"
@@ -367,66 +367,3 @@ def pipeline_id(arm: Arm) -> str | None:
     """The fusion pipeline id the arm resolves to (retrieval stages only), derived as bench does."""
     pipeline: str | None = arm.arm_config.fusion_config().pipeline_id
     return pipeline
-
-
-# --- the manifest ------------------------------------------------------------------------------
-
-def catalogue_document(catalogue: Catalogue) -> dict[str, Any]:
-    doc = catalogue.model_dump(mode="json", by_alias=True)
-    for family in doc["families"]:
-        family["contrasts"] = [list(pair) for pair in family["contrasts"]]
-        for arm in family["arms"]:
-            del arm["family"]  # implied by the enclosing family; load_manifest fills it back
-            if arm["run"] is None:
-                del arm["run"]
-    return doc
-
-
-def emit_manifest(catalogue: Catalogue | None = None) -> str:
-    """The catalogue as the JSON document ``load_manifest`` reads back."""
-    return json.dumps(catalogue_document(catalogue or CATALOGUE), indent=2, sort_keys=True) + "\n"
-
-
-def _location(loc: Sequence[int | str], doc: Any) -> str:
-    """``('families', 0, 'arms', 2, 'config')`` -> ``families[fusion].arms[rrf-60].config``."""
-    parts: list[str] = []
-    node = doc
-    for item in loc:
-        if isinstance(item, int):
-            label = str(item)
-            if isinstance(node, list) and 0 <= item < len(node):
-                element = node[item]
-                if isinstance(element, Mapping) and isinstance(element.get("name"), str):
-                    label = element["name"]
-                node = element
-            else:
-                node = None
-            parts.append(f"[{label}]")
-        else:
-            parts.append(f".{item}" if parts else str(item))
-            node = node.get(item) if isinstance(node, Mapping) else None
-    return "".join(parts) or "(document)"
-
-
-def parse_manifest(doc: Any, source: str) -> Catalogue:
-    """Validate a manifest document; errors name the source and the field, on one line."""
-    try:
-        return Catalogue.model_validate(doc)
-    except PydanticValidationError as e:
-        problems = []
-        for error in e.errors():
-            message = str(error["msg"]).removeprefix("Value error, ")
-            problems.append(f"{_location(error['loc'], doc)}: {message}")
-        raise InputDataError(f"{source}: {'; '.join(problems)}") from e
-
-
-def read_manifest_document(path: Path) -> Any:
-    try:
-        return json.loads(read_input_text(path))
-    except json.JSONDecodeError as e:
-        raise InputDataError(f"{path}:{e.lineno}: not JSON ({e.msg})") from e
-
-
-def load_manifest(path: Path) -> Catalogue:
-    """Read a user's manifest (the shape ``emit_manifest`` prints)."""
-    return parse_manifest(read_manifest_document(path), str(path))

@@ -36,12 +36,10 @@ from harness.sweep.catalogue import (
     Arm,
     Catalogue,
     config_hash,
-    emit_manifest,
-    load_manifest,
-    parse_manifest,
     select_arms,
 )
 from harness.sweep.legs import ArmGroup, group_arms
+from harness.sweep.manifest import emit_manifest, load_manifest, parse_manifest
 from harness.sweep.storage import is_complete, read_failure
 
 log = logging.getLogger(__name__)
