@@ -31,7 +31,7 @@ STACK_STATE := $(VAR)/states/stack-$(BUDGET)-$(SEED)$(CORPORA_TAG)
 WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench scopes reproduction baselines-check clean
+.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench bench-cold scopes reproduction baselines-check clean
 
 include Makefile.stack
 include Makefile.k8s
@@ -113,6 +113,9 @@ bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs r
 	$(PY) benchmarks/bench_index.py --state $(STATE)
 	$(PY) benchmarks/bench_legs.py --state $(STATE) --workers $(WORKERS)
 	$(PY) benchmarks/bench_backends.py --state $(STACK_STATE) --workers 1,2
+
+bench-cold: $(SYNTH)/corpus.json ## the default state's cold build (empty embedding cache) vs raw encode of the same texts, and a warm rebuild (about an hour with QMSum on two cores)
+	$(PY) benchmarks/bench_cold_build.py --corpus synthetic=$(SYNTH) $(QMSUM_FLAG)
 
 # The methodology's stage-1 table: QMSum retrieval at corpus scope and at the gold-files oracle scope.
 scopes: $(if $(QMSUM_FLAG),$(STATE)/state.json) ## stage-1 scope runs (QMSum at --scope corpus and gold-files) and the QMSum BM25 self-report, into var/bench (for make reproduction)
