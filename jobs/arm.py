@@ -4,13 +4,20 @@ published to the artefact store.
     python -m jobs.arm --state STATE --store DIR|s3://BUCKET/PREFIX --sweep-id ID --arm-json '{...}'
     python -m jobs.arm ... --arm-json '[{...}, {...}]'          # a group: one process, legs fetched once
     python -m jobs.arm ... --arm-json '{...}' --legs KEY         # legs another Job published (jobs.legs)
+    python -m jobs.arm ... --arm-json '[...]' --processes 2      # a group's arms spread over 2 processes
 
 Every flag has an environment twin (RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID,
 RAGSWEEP_ARM, RAGSWEEP_RERANKER, RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS, RAGSWEEP_BACKEND,
-RAGSWEEP_LEGS, RAGSWEEP_EMBEDDING_BACKEND), which is how a Job spec passes them. An arm whose
+RAGSWEEP_LEGS, RAGSWEEP_EMBEDDING_BACKEND, RAGSWEEP_PROCESSES), which is how a Job spec passes them. An arm whose
 complete artefact set for the same config hash is already in the store is skipped. A failure is
 published as failed.json (so the collector names it); the other arms of a group still run, and
 the process exits with the first failure's code (0 when every arm was published or skipped).
+
+``--processes N``: once the group's context is open, its legs are fetched (and its answers block
+built) in this process, which then forks N-1 children, and the N processes run every N-th arm
+each from the inherited cache; no process fetches a leg again, so each arm writes the bytes it
+writes alone. Only for stages that fetch nothing after the legs and never call the cross-encoder
+(retrieve, diversify): torch is not used after a fork. Other groups run in one process.
 """
 
 from __future__ import annotations
@@ -36,7 +43,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                 "store key of the group's published legs.json: legs are read from it, never fetched")
     p.add_argument("--reranker", type=Path, default=env.reranker)
     p.add_argument("--workers", type=int, default=env.workers)
+    p.add_argument("--processes", type=int, default=env.processes,
+                   help="processes a group's arms are spread over once its legs are fetched (default 1)")
     args = p.parse_args(argv)
+    if args.processes < 1:
+        p.error("--processes must be at least 1")
     require(p, args, ("state", "store", "sweep_id", "arm_json"))
     return args
 
@@ -71,12 +82,72 @@ def run(args: argparse.Namespace) -> int:
     except BaseException as e:
         failures += [_failed(store, args.sweep_id, arm, digest, e) for arm, digest, _ in pending]
         return failures[0]
-    for arm, digest, config in pending:
+    processes = min(args.processes, len(pending))
+    if processes > 1 and all(config.bench_stage.name in FORK_SAFE_STAGES for _, _, config in pending):
         try:
-            _run_one(args, store, group, arm, digest, config)
+            group.prefetch(pending[0][2])
+        except BaseException as e:
+            failures += [_failed(store, args.sweep_id, arm, digest, e) for arm, digest, _ in pending]
+            return failures[0]
+        failures += _run_forked(args, store, group, pending, processes)
+    else:
+        failures += _run_share(args, store, group, list(enumerate(pending)))
+    return failures[0] if failures else 0
+
+
+# Stages whose arms fetch nothing once the group's legs are prefetched and never run the model.
+FORK_SAFE_STAGES = frozenset({"retrieve", "diversify"})
+
+
+def _run_share(args: argparse.Namespace, store: Any, group: Any, share: list[tuple[int, Any]]) -> list[int]:
+    """Run and publish the arms of ``share`` ((position in the group, (arm, digest, config)) pairs);
+    the exit codes of those that failed (each published as failed.json)."""
+    failures: list[int] = []
+    for position, (arm, digest, config) in share:
+        try:
+            _run_one(args, store, group, arm, digest, config, position)
         except BaseException as e:
             failures.append(_failed(store, args.sweep_id, arm, digest, e))
-    return failures[0] if failures else 0
+    return failures
+
+
+def _run_forked(args: argparse.Namespace, store: Any, group: Any, pending: list[tuple[Any, str, Any]],
+                processes: int) -> list[int]:
+    """Over a group whose legs are prefetched: fork ``processes - 1`` children, run every ``processes``-th
+    arm in each (this process too), and wait for them: the failures' exit codes, a child that died
+    counting as one."""
+    import os
+
+    from harness.errors import EXIT_INTERNAL
+    from harness.sweep.executor import open_store
+
+    positioned = list(enumerate(pending))
+    shares = [positioned[k::processes] for k in range(processes)]
+    children: list[int] = []
+    for process, share in enumerate(shares[1:], start=1):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: its own store client (a client's connections are not shared over a fork)
+            code = EXIT_INTERNAL
+            group.process = process
+            try:
+                failed = _run_share(args, open_store(args.store, args.s3_endpoint), group, share)
+                code = failed[0] if failed else 0
+            except BaseException as e:  # the store would not open: the parent reports the arms unpublished
+                traceback.print_exception(e)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        children.append(pid)
+    failures = _run_share(args, store, group, shares[0])
+    for pid in children:
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:  # the child published its arms' failures itself; a signal left them unpublished
+            failures.append(code if code > 0 else EXIT_INTERNAL)
+    return failures
 
 
 def _open_group(args: argparse.Namespace, store: Any, config: Any) -> Any:
@@ -103,12 +174,13 @@ def _open_group(args: argparse.Namespace, store: Any, config: Any) -> Any:
                          pg_dsn=settings().pg_dsn or "", published=published)
 
 
-def _run_one(args: argparse.Namespace, store: Any, group: Any, arm: Any, digest: str, config: Any) -> None:
+def _run_one(args: argparse.Namespace, store: Any, group: Any, arm: Any, digest: str, config: Any,
+             position: int | None = None) -> None:
     from harness.sweep.executor import measurement_identity
     from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES, publish_arm
 
     with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
-        group.run(config, Path(tmp))
+        group.run(config, Path(tmp), position=position)
         files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in (*ARM_FILES, *ARM_EXTRA_FILES)}
     identity = measurement_identity(args.state, arm, args.reranker, args.backend)
     publish_arm(store, args.sweep_id, arm, digest, files, state_identity=identity)

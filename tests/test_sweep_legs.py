@@ -2,8 +2,9 @@
 
 Real jobs.arm processes, the real embedding model, a state built from the QMSum-format fixture.
 With sharing the ten arms are one group (one process: the queries encoded and both legs fetched
-once); without, ten processes. Every file an arm publishes except runinfo.json (durations, and
-what was shared) must have the same sha256 both ways, and complete.json must record them.
+once, then the arms spread over two forked processes, one per worker); without, ten processes.
+Every file an arm publishes except runinfo.json (durations, and what was shared) must have the
+same sha256 both ways, and complete.json must record them.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def test_the_fusion_family_writes_the_same_bytes_with_legs_shared_and_alone(stat
         assert [o.status for o in reports[share].outcomes] == ["published"] * len(arms), reports[share].outcomes
     assert {o.group_size for o in reports[True].outcomes} == {len(arms)}
     assert {o.group_size for o in reports[False].outcomes} == {1}
+    positions: list[int] = []
+    processes: set[int] = set()
     for arm in arms:
         shared, alone = (tmp_path / str(s) / "sweeps" / "fusion" / "fusion" / arm.name for s in (True, False))
         for name in DETERMINISTIC:
@@ -51,7 +54,10 @@ def test_the_fusion_family_writes_the_same_bytes_with_legs_shared_and_alone(stat
                                                       "runinfo.json": markers[0]["files"]["runinfo.json"]}}
         legs = json.loads((shared / "runinfo.json").read_text())["legs"]
         assert legs["group"] == {"embedding_text": "header", "fusion_window": 192, "scope": "corpus"}
-        assert (legs["fetched"] == 0) == (arm.name != arms[0].name)
+        assert legs["fetched"] == 0 and legs["prefetched"] > 0, legs  # every leg fetched before the fork
+        positions.append(legs["position"])
+        processes.add(legs["process"])
+    assert sorted(positions) == list(range(len(arms))) and processes == {0, 1}
 
 
 def test_legs_published_by_jobs_legs_serve_the_arm_jobs_byte_for_byte(state: Path, tmp_path: Path,

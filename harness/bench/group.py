@@ -10,7 +10,9 @@ context's score cache. The results files are the bytes the arm writes alone; run
 the claim) says what was shared.
 
 ``fetch_legs`` fetches a group's legs and no more, for a process that publishes them for arms
-running elsewhere (``jobs.legs``, a Kubernetes Job).
+running elsewhere (``jobs.legs``, a Kubernetes Job). ``GroupRun.prefetch`` fetches them (and the
+answers block) into the group's own cache before its arms run, so that the arms can be spread over
+processes forked from this one (``jobs.arm --processes``) without any of them fetching again.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class GroupRun:
     key: dict[str, str | int]
     open_seconds: float
     arms_run: int = 0
+    prefetched: int = 0  # leg requests fetched by ``prefetch`` before any arm ran
+    process: int = 0  # which of the processes the group's arms are spread over runs this copy (0: the first)
 
     @classmethod
     def open(cls, state: State, settings: BenchConfig, embedder: Embedder, *, opensearch_url: str = "",
@@ -57,8 +61,20 @@ class GroupRun:
                                legs=LegCache(published=published))
         return cls(context=context, key=key, open_seconds=round(time.perf_counter() - t0, 3))
 
-    def run(self, config: BenchConfig, out: Path, compare: Path | None = None) -> dict[str, Any]:
-        """Run one arm of the group and write its files to ``out``."""
+    def prefetch(self, settings: BenchConfig) -> None:
+        """Fetch the legs every arm of the group asks for, and the answers block, before any arm runs:
+        what arms in processes forked after this read instead of fetching (``jobs.arm --processes``)."""
+        cache = self.context.legs
+        assert cache is not None
+        before = cache.counts()["fetched"]
+        fetch_legs(self.context, settings, {})
+        self.context.answers()
+        self.prefetched += cache.counts()["fetched"] - before
+
+    def run(self, config: BenchConfig, out: Path, compare: Path | None = None, *,
+            position: int | None = None) -> dict[str, Any]:
+        """Run one arm of the group and write its files to ``out``; ``position``: its place in the
+        group (default: the arms run so far in this process)."""
         if config_legs_key(config) != self.key:
             raise UsageError(f"arm {config.control_name} fetches other legs ({config_legs_key(config)}) than "
                              f"its group ({self.key}); run it in its own group")
@@ -66,11 +82,14 @@ class GroupRun:
         assert cache is not None
         before = cache.counts()
         started = time.time()
+        place = self.arms_run if position is None else position
+
         def legs_info() -> dict[str, Any]:
             now = cache.counts()
-            return {"group": dict(self.key), "position": self.arms_run, "context_seconds": self.open_seconds,
+            return {"group": dict(self.key), "position": place, "context_seconds": self.open_seconds,
                     "fetched": now["fetched"] - before["fetched"], "reused": now["reused"] - before["reused"],
-                    "published": now["published"]}
+                    "published": now["published"], "prefetched": self.prefetched,
+                    "process": self.process}
 
         metrics = run_arm(self.context, config, out, compare, started=started, legs_info=legs_info)
         self.arms_run += 1

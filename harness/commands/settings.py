@@ -42,6 +42,7 @@ class Settings(BaseSettings):
     manifest: Path | None = None
     reranker: Path | None = None
     workers: int = 1
+    processes: int = 1  # jobs.arm: processes a group's arms are spread over once its legs are fetched
     backend: Backend = "embedded"
     # -- what the sync containers are told (jobs/sync.py) ---------------------------------------
     sync_key: str | None = None  # the archive's key in the store

@@ -135,11 +135,13 @@ class LocalExecutor:
     catalogue: Catalogue | None = None  # recorded in the store as sweeps/<id>/catalogue.json
     share_legs: bool = True  # arms with one legs key run in one process (harness.sweep.legs)
 
-    def _command(self, group: ArmGroup, sweep_id: str) -> list[str]:
+    def _command(self, group: ArmGroup, sweep_id: str, processes: int = 1) -> list[str]:
         specs = [arm.model_dump(exclude_none=True) for arm in group.arms]
         command = [sys.executable, "-m", "jobs.arm", "--state", str(self.state), "--store", self.store_spec,
                    "--sweep-id", sweep_id, "--arm-json", json.dumps(specs if group.shared else specs[0]),
                    "--workers", str(self.arm_workers), "--backend", self.backend]
+        if group.shared and processes > 1:
+            command += ["--processes", str(processes)]
         if self.reranker:
             command += ["--reranker", str(self.reranker)]
         if self.s3_endpoint:
@@ -174,9 +176,13 @@ class LocalExecutor:
                 pending.append(arm)
         digest_of = {arm.name: digest for arm, digest in zip(arms, digests, strict=True)}
         groups = group_arms(pending, self.backend, share=self.share_legs)
+        # Fewer groups than workers: a group spreads its arms over the idle workers once its legs are
+        # fetched (jobs.arm --processes), so a one-family sweep does not leave cores idle.
+        spread = max(1, self.workers // max(1, len(groups)))
         self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - len(pending)} already complete, "
-                  f"{len(pending)} to run in {len(groups)} processes on "
-                  f"{min(self.workers, max(1, len(groups)))} workers")
+                  f"{len(pending)} to run in {len(groups)} groups on "
+                  f"{min(self.workers, max(1, len(groups)))} workers"
+                  + (f", each group's arms over up to {spread} processes" if spread > 1 else ""))
         running: dict[str, tuple[ArmGroup, subprocess.Popen[bytes], float, Path]] = {}
         logs = Path(tempfile.gettempdir())
         queue = list(groups)
@@ -188,8 +194,8 @@ class LocalExecutor:
                 with log.open("wb") as fh:
                     # The group inherits this process's environment; under `python -m` the working
                     # directory leads sys.path, so cwd=ROOT imports jobs and harness from this checkout.
-                    proc = subprocess.Popen(self._command(group, sweep_id), stdout=fh, stderr=subprocess.STDOUT,
-                                            cwd=ROOT)
+                    proc = subprocess.Popen(self._command(group, sweep_id, spread), stdout=fh,
+                                            stderr=subprocess.STDOUT, cwd=ROOT)
                 running[group.name] = (group, proc, time.perf_counter(), log)
             time.sleep(0.2)
             for name in list(running):
