@@ -118,7 +118,6 @@ def _run_forked(args: argparse.Namespace, store: Any, group: Any, pending: list[
     counting as one."""
     import os
 
-    from harness.errors import EXIT_INTERNAL
     from harness.sweep.executor import open_store
 
     positioned = list(enumerate(pending))
@@ -152,14 +151,21 @@ def _run_forked(args: argparse.Namespace, store: Any, group: Any, pending: list[
 
 def _open_group(args: argparse.Namespace, store: Any, config: Any) -> Any:
     from harness.bench.group import GroupRun
-    from harness.index.embed import DEFAULT_EMBEDDING_MODEL, SentenceTransformerEmbedder
+    from harness.index.embed import DEFAULT_EMBEDDING_MODEL, SentenceTransformerEmbedder, model_identity
+    from harness.retrieval.legs import TableEncoder
     from harness.state import State
     from harness.sweep.legs import read_legs
 
     published = read_legs(store, args.legs) if args.legs else None
     state = State.open(args.state)
-    embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL, backend=args.embedding_backend,
-                                           onnx_dir=Path(settings().onnx_cache))
+    embedder: Any
+    if published is not None and published.vectors is not None and args.embedding_backend == "torch":
+        # the table carries the query vectors: the model's identity (its weights' digest) is all this
+        # process needs of it, to check the table and the index were made with it; nothing is loaded
+        embedder = TableEncoder(identity=model_identity(DEFAULT_EMBEDDING_MODEL)[0], table=published)
+    else:
+        embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL, backend=args.embedding_backend,
+                                               onnx_dir=Path(settings().onnx_cache))
     if published is not None:
         from harness.errors import IntegrityError
         from harness.sweep.executor import legs_identity

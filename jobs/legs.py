@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     identity = legs_identity(args.state, args.backend)
     table = fetch_legs(group.context, config, {"state": identity, "embedder": embedder.identity,
                                                "arms": [a.name for a in arms]})
+    # the query vectors too: an arm Job reading this table loads no model and encodes nothing
+    table = table.with_vectors([q.text for q in group.context.judged], group.context.vectors)
     publish_legs(open_store(args.store, args.s3_endpoint), args.legs, table)
     print(f"legs of {', '.join(a.name for a in arms)}: {len(table.rows)} queries published to {args.legs}")
     return 0

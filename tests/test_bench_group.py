@@ -158,6 +158,39 @@ def test_published_legs_serve_an_arm_byte_for_byte_and_a_missing_query_is_refuse
         reader.run(_config(other, reranker), tmp_path / "other")
 
 
+def test_published_query_vectors_replace_encoding_bit_for_bit_and_a_missing_one_is_refused(
+        state: State, tmp_path: Path) -> None:
+    """A table carrying the group's query vectors: an arm reading it through ``TableEncoder`` (no model)
+    writes the bytes of the arm alone; a query the table has no vector for is refused, not encoded."""
+    import numpy as np
+
+    from harness.retrieval.legs import TableEncoder
+
+    family = CATALOGUE.family("fusion")
+    control, arm = family.control_arm, family.arm("rrf-60")
+    reranker = tmp_path / "reranker"
+    run_bench(state, _config(arm, reranker), HashEmbedder(), tmp_path / "alone")
+    fetcher = GroupRun.open(state, _config(control, reranker), HashEmbedder())
+    texts = [q.text for q in fetcher.context.judged]
+    table = fetch_legs(fetcher.context, _config(control, reranker), {"state": "test", "embedder": "hash"})
+    published = LegTable.model_validate_json(table.with_vectors(texts, fetcher.context.vectors).to_json())
+    assert np.array_equal(published.query_vectors(texts), np.asarray(fetcher.context.vectors, dtype=np.float32))
+
+    encoder = TableEncoder(identity=HashEmbedder().identity, table=published)
+    assert encoder.dimension == np.asarray(fetcher.context.vectors).shape[1]
+    reader = GroupRun.open(state, _config(arm, reranker), encoder, published=published)
+    reader.run(_config(arm, reranker), tmp_path / "read")
+    assert _shas(tmp_path / "read") == _shas(tmp_path / "alone")
+    legs = json.loads((tmp_path / "read" / "runinfo.json").read_text())["legs"]
+    assert (legs["fetched"], legs["query_vectors"]) == (0, "published")
+
+    assert published.vectors is not None
+    short = published.model_copy(update={"vectors": {t: v for t, v in published.vectors.items() if t != texts[0]}})
+    with pytest.raises(IntegrityError, match="hold no query vector for"):
+        GroupRun.open(state, _config(arm, reranker), TableEncoder(identity=HashEmbedder().identity, table=short),
+                      published=short)
+
+
 def test_a_leg_cache_fetches_each_request_once_and_keeps_what_it_fetched() -> None:
     from harness.index.backend import LegHit
     from harness.retrieval.legs import leg_request

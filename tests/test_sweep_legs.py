@@ -62,8 +62,9 @@ def test_the_fusion_family_writes_the_same_bytes_with_legs_shared_and_alone(stat
 
 def test_legs_published_by_jobs_legs_serve_the_arm_jobs_byte_for_byte(state: Path, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    """The Kubernetes path without a cluster: jobs.legs publishes the group's legs, jobs.arm --legs reads
-    them (never fetching its own) and writes what the arm writes alone; a table for another state is refused."""
+    """The Kubernetes path without a cluster: jobs.legs publishes the group's legs and query vectors, jobs.arm
+    --legs reads them (never fetching legs nor encoding queries) and writes what the arm writes alone; a
+    table for another state is refused."""
     from harness.sweep.executor import legs_identity
     from harness.sweep.legs import arm_legs_key, group_id, legs_store_key
     from jobs import arm as arm_job
@@ -77,6 +78,7 @@ def test_legs_published_by_jobs_legs_serve_the_arm_jobs_byte_for_byte(state: Pat
                           json.dumps([a.model_dump(exclude_none=True) for a in family.arms])]) == 0
     table = json.loads((tmp_path / "k8s" / key).read_text())
     assert table["group"]["state"] == legs_identity(state) and table["rows"]
+    assert len(table["vectors"]) == len(table["rows"])  # the query vectors travel with the legs
     spec = json.dumps(arm.model_dump(exclude_none=True))
     assert arm_job.main([*common, "--store", str(tmp_path / "k8s"), "--legs", key, "--arm-json", spec]) == 0
     assert arm_job.main([*common, "--store", str(tmp_path / "alone"), "--arm-json", spec]) == 0
@@ -84,7 +86,7 @@ def test_legs_published_by_jobs_legs_serve_the_arm_jobs_byte_for_byte(state: Pat
     for name in DETERMINISTIC:
         assert _sha(read / name) == _sha(alone / name), name
     legs = json.loads((read / "runinfo.json").read_text())["legs"]
-    assert legs["fetched"] == 0 and legs["published"] == len(table["rows"])
+    assert legs["fetched"] == 0 and legs["published"] == len(table["rows"]) and legs["query_vectors"] == "published"
 
     table["group"]["state"] = "0" * 64  # legs of another state: refused, the arm failed, nothing fetched
     (tmp_path / "k8s" / key).write_text(json.dumps(table))

@@ -45,21 +45,26 @@ class GroupRun:
     open_seconds: float
     arms_run: int = 0
     prefetched: int = 0  # leg requests fetched by ``prefetch`` before any arm ran
+    query_vectors: str = "encoded"  # or "published": read from the published legs, not encoded here
     process: int = 0  # which of the processes the group's arms are spread over runs this copy (0: the first)
 
     @classmethod
     def open(cls, state: State, settings: BenchConfig, embedder: Embedder, *, opensearch_url: str = "",
              pg_dsn: str = "", published: LegTable | None = None) -> GroupRun:
         """``settings``: any arm of the group (its run-level settings are every arm's). ``published``:
-        legs fetched by another process; a request of theirs they lack is refused, never fetched."""
+        legs fetched by another process; a request of theirs they lack is refused, never fetched. When
+        they carry the query vectors, the queries are not encoded: their vectors are read from them."""
         t0 = time.perf_counter()
         key = config_legs_key(settings)
         if published is not None and published.group.get("legs_key") != key:
             raise UsageError(f"the shared legs ({published.describe()}) are for {published.group.get('legs_key')}, "
                              f"not this group's {key}")
+        table = published if published is not None and published.vectors is not None else None
+        read = (lambda judged: table.query_vectors([q.text for q in judged])) if table else None
         context = open_context(state, settings, embedder, opensearch_url=opensearch_url, pg_dsn=pg_dsn,
-                               legs=LegCache(published=published))
-        return cls(context=context, key=key, open_seconds=round(time.perf_counter() - t0, 3))
+                               legs=LegCache(published=published), vectors=read)
+        return cls(context=context, key=key, open_seconds=round(time.perf_counter() - t0, 3),
+                   query_vectors="published" if table else "encoded")
 
     def prefetch(self, settings: BenchConfig) -> None:
         """Fetch the legs every arm of the group asks for, and the answers block, before any arm runs:
@@ -89,7 +94,7 @@ class GroupRun:
             return {"group": dict(self.key), "position": place, "context_seconds": self.open_seconds,
                     "fetched": now["fetched"] - before["fetched"], "reused": now["reused"] - before["reused"],
                     "published": now["published"], "prefetched": self.prefetched,
-                    "process": self.process}
+                    "process": self.process, "query_vectors": self.query_vectors}
 
         metrics = run_arm(self.context, config, out, compare, started=started, legs_info=legs_info)
         self.arms_run += 1

@@ -85,6 +85,14 @@ def refuse_remote_code(path: Path) -> None:
             raise UsageError(f"{config}: the model needs trust_remote_code (auto_map); refused")
 
 
+def model_identity(spec: str) -> tuple[str, Path]:
+    """(identity, directory) of the model ``spec`` names, without loading it: ``<name>@sha256:<16 hex of
+    its weights>``, the torch encoder's identity (the ONNX backend extends it)."""
+    name, path = resolve_model_path(spec)
+    refuse_remote_code(path)
+    return f"{name}@sha256:{weights_digest(path)[:16]}", path
+
+
 def weights_digest(path: Path) -> str:
     for name in WEIGHT_FILES:
         weights = path / name
@@ -127,10 +135,8 @@ class SentenceTransformerEmbedder:
             from harness.index.onnx_backend import require_onnxruntime
 
             require_onnxruntime()  # before the model loads: a one-line error when it is missing
-        name, path = resolve_model_path(self.spec)
-        refuse_remote_code(path)
+        self.identity, path = model_identity(self.spec)
         self.path = path
-        self.identity = f"{name}@sha256:{weights_digest(path)[:16]}"
         _offline_env()
         from sentence_transformers import SentenceTransformer
 

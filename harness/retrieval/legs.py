@@ -11,16 +11,20 @@ arm fuses them its own way: the fusion arms of a sweep differ only in that.
 and a request of the table's shape (its depth, plane and embedded text) that the table lacks is
 refused, never fetched again behind the caller's back. Scores travel as JSON numbers, which
 read back as the same doubles, so an arm fusing a table's legs writes the same bytes as one
-that fetched them.
+that fetched them. A table may also carry the group's query vectors (float32 bytes, base64, by
+query text; the encoder is batch-independent, so a text's vector is the text's alone): an arm
+reading it then neither loads the model nor encodes a query (``TableEncoder``).
 """
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 from harness.errors import IntegrityError
@@ -116,6 +120,23 @@ class LegTable(BaseModel):
     embedding_text: StrictStr
     speaker: StrictStr | None
     rows: list[LegRow]
+    vectors: dict[StrictStr, StrictStr] | None = None  # query text -> base64 of its float32 vector
+
+    def with_vectors(self, texts: Sequence[str], vectors: Any) -> LegTable:
+        """This table carrying the query vectors of ``texts`` (``vectors[i]`` is ``texts[i]``'s)."""
+        array = np.asarray(vectors, dtype="<f4")
+        return self.model_copy(update={"vectors": {
+            text: base64.b64encode(array[i].tobytes()).decode("ascii") for i, text in enumerate(texts)}})
+
+    def query_vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """The published vectors of ``texts``, as the encoder returned them; a text without one is refused."""
+        held = self.vectors or {}
+        missing = [t for t in texts if t not in held]
+        if missing:
+            raise IntegrityError(f"the shared legs ({self.describe()}) hold no query vector for {missing[0]!r}"
+                                 f"{f' and {len(missing) - 1} more' if len(missing) > 1 else ''}; rerun the sweep "
+                                 "so its legs Job publishes them again")
+        return np.stack([np.frombuffer(base64.b64decode(held[t]), dtype="<f4") for t in texts]).astype(np.float32)
 
     @property
     def shape(self) -> tuple[int, str, str, str | None]:
@@ -139,3 +160,21 @@ def leg_request(text: str, depth: int, embedding_text: str, *, doc_type: str = "
                 file_uuids: Sequence[str] | None = None, speaker: str | None = None) -> LegRequest:
     return LegRequest(text=text, depth=depth, embedding_text=embedding_text, doc_type=doc_type,
                       file_uuids=tuple(file_uuids) if file_uuids is not None else None, speaker=speaker)
+
+
+@dataclass
+class TableEncoder:
+    """The query encoder of an arm whose group published its query vectors: the identity of the model
+    (checked against the table's and the index's by the caller), vectors read from the table, no
+    model loaded. A text the table lacks raises IntegrityError: nothing is encoded behind its back."""
+
+    identity: str
+    table: LegTable
+    dimension: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        first = next(iter((self.table.vectors or {}).values()), "")
+        self.dimension = len(base64.b64decode(first)) // 4
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return self.table.query_vectors(texts)
