@@ -1,14 +1,18 @@
 """The ONNX embedding backend against torch: throughput, vector differences, and nDCG@10 on a small state.
 
     python benchmarks/bench_onnx.py --corpus synthetic=var/synthetic/budget-20-of-200-20260812
+    python benchmarks/bench_onnx.py --corpus synthetic=var/synthetic/budget-200-20260812 \
+        --corpus qmsum=var/corpora/qmsum --texts 6000 --state-cache var/cache/embeddings
 
-1. Encode: the corpus's distinct header texts (what a cold state build encodes; ``--texts N``:
-   the first N, sorted) into a fresh embedding cache in the work folder, as a cold state build
+1. Encode: the corpora's distinct header texts (what a cold state build encodes; ``--texts N``:
+   N of them evenly spaced in sorted order) into a fresh embedding cache in the work folder, as a cold state build
    does (CachingEmbedder: the batch-independent encoder, pieces committed as shards), with the
    torch backend, then with the ONNX one. Then the largest absolute difference per vector
    component and the largest cosine distance (1 - cos, in float64) between the two.
-2. States: ``ragsweep state build`` of the corpus with each backend (the same cache: its texts
-   are answered from step 1 unless ``--texts`` left some out), then ``ragsweep bench`` with
+2. States: ``ragsweep state build`` of the corpora with each backend (the same cache: its texts
+   are answered from step 1 unless ``--texts`` left some out; ``--state-cache DIR``: that cache
+   instead, e.g. the machine's, where the torch vectors of a full two-corpus state already are and
+   the ONNX ones are encoded once and kept), then ``ragsweep bench`` with
    default settings (the fusion control) with the
    matching query encoder; nDCG@10 over all scored queries (the mean over per_query.json), and
    per row of metrics.json. Also: bench with the torch query encoder over the
@@ -75,8 +79,11 @@ def _ndcg(out: Path) -> tuple[float, int, list[tuple[str, float]]]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus", required=True, help="NAME=DIR, as for ragsweep state build")
-    p.add_argument("--texts", type=int, default=0, help="distinct header texts to encode (the first N, sorted; 0: all)")
+    p.add_argument("--corpus", required=True, action="append", help="NAME=DIR, as for ragsweep state build "
+                   "(repeat for several corpora: one state holds them all)")
+    p.add_argument("--texts", type=int, default=0,
+                   help="distinct header texts to encode (N evenly spaced in sorted order; 0: all)")
+    p.add_argument("--state-cache", type=Path, help="the embedding cache the state builds use (default: the work one)")
     p.add_argument("--work", type=Path, default=Path("var/bench-onnx"), help="states, results, embedding cache")
     p.add_argument("--onnx-cache", type=Path, default=Path("var/cache/onnx"))
     p.add_argument("--skip-states", action="store_true", help="encode and compare only")
@@ -89,13 +96,12 @@ def main() -> int:
 
     started = datetime.now(UTC)
     print(f"{started:%Y-%m-%d %H:%M} UTC  {os.cpu_count()} cores, load average {_load()} at start", flush=True)
-    name, folder = args.corpus.split("=", 1)
-    corpus = read_corpus(name, Path(folder))
-    docs = [d for m in corpus.meetings for d in meeting_documents(m, ChunkingPolicy())]
+    corpora = [read_corpus(name, Path(folder)) for name, folder in (c.split("=", 1) for c in args.corpus)]
+    docs = [d for corpus in corpora for m in corpus.meetings for d in meeting_documents(m, ChunkingPolicy())]
     distinct = sorted({embedding_text(d, "header") for d in docs})
-    texts = distinct[:args.texts] if args.texts else distinct
-    print(f"texts                  {len(texts)} of {len(distinct)} distinct header texts ({name}, "
-          f"{len(corpus.meetings)} meetings)")
+    texts = distinct[::max(1, len(distinct) // args.texts)][:args.texts] if args.texts else distinct
+    print(f"texts                  {len(texts)} of {len(distinct)} distinct header texts ("
+          + ", ".join(f"{c.name} {len(c.meetings)} meetings" for c in corpora) + ")")
 
     loaded = time.perf_counter()
     backends = {"torch": SentenceTransformerEmbedder(),
@@ -122,14 +128,15 @@ def main() -> int:
     del backends
 
     if not args.skip_states:
-        env = {**os.environ, "RAGSWEEP_EMBEDDING_CACHE": str(cache.resolve()),
+        env = {**os.environ, "RAGSWEEP_EMBEDDING_CACHE": str((args.state_cache or cache).resolve()),
                "RAGSWEEP_ONNX_CACHE": str(args.onnx_cache.resolve())}
         env.pop("RAGSWEEP_EMBEDDING_BACKEND", None)
         ndcg: dict[str, tuple[float, int, list[tuple[str, float]]]] = {}
         for b in ("torch", "onnx"):
             state, out = args.work / f"state-{b}", args.work / f"bench-{b}"
             t = time.perf_counter()
-            built = _ragsweep("state", "build", "--corpus", args.corpus, "--out", str(state), "--force",
+            built = _ragsweep("state", "build", *[x for c in args.corpus for x in ("--corpus", c)], "--out", str(state),
+                              "--force",
                               "--embedding-backend", b, env=env)
             if built.returncode:
                 print(built.stderr, file=sys.stderr)
