@@ -146,6 +146,25 @@ def build_index(
     return meta
 
 
+
+def top_by_score_then_row(scores: np.ndarray, k: int) -> list[int]:
+    """Positions of the ``k`` highest ``scores``, ordered by score descending, then position.
+
+    Positions index rows in ascending row order, so ties are broken by row at the cut too: a row
+    tied with the k-th score is kept before any later row with that score, and the top k is the
+    first k of any deeper top (argpartition alone keeps an arbitrary subset of the tied rows)."""
+    take = min(k, scores.size)
+    if take < 1:
+        return []
+    if take < scores.size:
+        kth = np.partition(scores, scores.size - take)[scores.size - take]  # the take-th highest score
+        above = np.flatnonzero(scores > kth)
+        tied = np.flatnonzero(scores == kth)[: take - above.size]
+        top = np.concatenate([above, tied])
+    else:
+        top = np.arange(scores.size)
+    return sorted(top.tolist(), key=lambda i: (-scores[i], i))
+
 class EmbeddedIndex:
     """A built index, opened read-only."""
 
@@ -253,9 +272,7 @@ class EmbeddedIndex:
             return []
         cos = matrix[rows] @ query_vector.astype(np.float32)
         scores = (1.0 + cos.astype(np.float64)) / 2.0
-        take = min(k, rows.size)
-        top = np.argpartition(-scores, take - 1)[:take] if take < rows.size else np.arange(rows.size)
-        order = sorted(top.tolist(), key=lambda i: (-scores[i], int(rows[i])))
+        order = top_by_score_then_row(scores, k)
         return [LegHit(doc_id=self.docs[int(rows[i])]["id"], score=float(scores[i])) for i in order]
 
     # -- aggregations (answers engine) ----------------------------------------------------------
