@@ -146,7 +146,6 @@ def build_index(
     return meta
 
 
-
 def top_by_score_then_row(scores: np.ndarray, k: int) -> list[int]:
     """Positions of the ``k`` highest ``scores``, ordered by score descending, then position.
 
@@ -164,6 +163,7 @@ def top_by_score_then_row(scores: np.ndarray, k: int) -> list[int]:
     else:
         top = np.arange(scores.size)
     return sorted(top.tolist(), key=lambda i: (-scores[i], i))
+
 
 class EmbeddedIndex:
     """A built index, opened read-only."""
