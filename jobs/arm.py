@@ -8,8 +8,9 @@ published to the artefact store.
 
 Every flag has an environment twin (RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID,
 RAGSWEEP_ARM, RAGSWEEP_RERANKER, RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS, RAGSWEEP_BACKEND,
-RAGSWEEP_LEGS, RAGSWEEP_EMBEDDING_BACKEND, RAGSWEEP_PROCESSES), which is how a Job spec passes them. An arm whose
-complete artefact set for the same config hash is already in the store is skipped. A failure is
+RAGSWEEP_LEGS, RAGSWEEP_EMBEDDING_BACKEND, RAGSWEEP_PROCESSES, RAGSWEEP_RERANK_CACHE), which is
+how a Job spec passes them. An arm whose complete artefact set for the same config hash is
+already in the store is skipped. A failure is
 published as failed.json (so the collector names it); the other arms of a group still run, and
 the process exits with the first failure's code (0 when every arm was published or skipped).
 
@@ -42,6 +43,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     group_flags(p, env, "the arm spec {name, family, axis, config}, or a list of them that share legs",
                 "store key of the group's published legs.json: legs are read from it, never fetched")
     p.add_argument("--reranker", type=Path, default=env.reranker)
+    p.add_argument("--rerank-cache", default=env.rerank_cache, metavar="DIR|none",
+                   help="the cross-encoder score cache, shared by every process and sweep on the machine "
+                        "(default var/cache/rerank; none: scores kept in this process only)")
     p.add_argument("--workers", type=int, default=env.workers)
     p.add_argument("--processes", type=int, default=env.processes,
                    help="processes a group's arms are spread over once its legs are fetched (default 1)")
@@ -176,8 +180,11 @@ def _open_group(args: argparse.Namespace, store: Any, config: Any) -> Any:
         if theirs != ours:
             raise IntegrityError(f"the shared legs at {args.legs} were fetched for {theirs}, not this arm's {ours}; "
                                  "rerun the sweep so its legs Job fetches them again")
+    from harness.retrieval.scorecache import cache_root
+
     return GroupRun.open(state, config, embedder, opensearch_url=settings().opensearch_url,
-                         pg_dsn=settings().pg_dsn or "", published=published)
+                         pg_dsn=settings().pg_dsn or "", published=published,
+                         score_cache=cache_root(args.rerank_cache))
 
 
 def _run_one(args: argparse.Namespace, store: Any, group: Any, arm: Any, digest: str, config: Any,

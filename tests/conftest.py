@@ -38,9 +38,11 @@ _load_stack_env()
 @pytest.fixture(autouse=True, scope="session")
 def _embedding_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """`ragsweep state build` in a test (in-process or a child process) uses a session's own embedding
-    cache and ONNX export folder, never the checkout's var/cache/embeddings or var/cache/onnx; a test
-    that sets RAGSWEEP_EMBEDDING_CACHE or RAGSWEEP_ONNX_CACHE wins."""
-    names = {"RAGSWEEP_EMBEDDING_CACHE": "embedding-cache", "RAGSWEEP_ONNX_CACHE": "onnx-cache"}
+    cache and ONNX export folder, and a sweep or bench its own cross-encoder score cache, never the
+    checkout's var/cache/embeddings, var/cache/onnx or var/cache/rerank; a test that sets
+    RAGSWEEP_EMBEDDING_CACHE, RAGSWEEP_ONNX_CACHE or RAGSWEEP_RERANK_CACHE wins."""
+    names = {"RAGSWEEP_EMBEDDING_CACHE": "embedding-cache", "RAGSWEEP_ONNX_CACHE": "onnx-cache",
+             "RAGSWEEP_RERANK_CACHE": "rerank-cache"}
     unset = [name for name in names if os.environ.get(name) is None]
     for name in unset:
         os.environ[name] = str(tmp_path_factory.mktemp(names[name]))

@@ -63,6 +63,9 @@ class FakeCrossEncoder:
         return [int.from_bytes(hashlib.sha256(f"{query}\t{p}".encode()).digest()[:4], "big") / 2**32
                 for p in passages]
 
+    def cache_key(self) -> dict[str, Any]:
+        return {"weights_sha256": self.provenance["weights_sha256"], "scoring": "a hash of the pair"}
+
 
 @pytest.fixture(scope="module")
 def state(tmp_path_factory: pytest.TempPathFactory) -> State:
@@ -113,6 +116,44 @@ def test_every_catalogue_arm_writes_the_same_bytes_in_its_group_as_alone(state: 
     # budget-48-12-4, its repeat, the final_chunks and max_chunks_per_file arms, pool-48 and
     # rerank-48-12-4 make the same cross-encoder calls: one arm's worth is made, not six
     assert 0 < FakeCrossEncoder.calls < calls_alone
+
+
+def test_rerank_arms_read_the_machines_score_cache_and_write_the_bytes_they_write_alone(state: State,
+                                                                                       tmp_path: Path) -> None:
+    """Every rerank arm of the catalogue, group by group (one process each in a sweep), over one score
+    cache: cold, a pair asked by an earlier group is read, not scored, so the pairs scored are the
+    cache's rows, once each; warm (fresh processes, a second sweep), nothing is scored but one pair a
+    process, the check that the cache still gives the model's bits. The results are the bytes of the
+    arm alone."""
+    from harness.retrieval.scorecache import StoredScores
+
+    reranker, cache = tmp_path / "reranker", tmp_path / "rerank-cache"
+    rerank = [a for a in CATALOGUE.arms if a.needs_reranker]
+    groups = group_arms(rerank, "embedded")
+    assert len(groups) > 1
+    alone = {}
+    for arm in rerank:
+        run_bench(state, _config(arm, reranker), HashEmbedder(), tmp_path / "alone" / arm.name)
+        alone[arm.name] = _shas(tmp_path / "alone" / arm.name)
+    counts: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
+    for sweep in counts:
+        for group in groups:
+            run = GroupRun.open(state, _config(group.arms[0], reranker), HashEmbedder(), score_cache=cache)
+            for arm in group.arms:
+                out = tmp_path / sweep / arm.name
+                run.run(_config(arm, reranker), out)
+                assert _shas(out) == alone[arm.name], (sweep, arm.name)
+                info = json.loads((out / "runinfo.json").read_text())["rerank"]
+                counts[sweep].append(info)
+            assert Path(info["cache"]).parent == cache
+    store = StoredScores(cache, FakeCrossEncoder(reranker).cache_key())
+    assert sum(c["scored"] for c in counts["cold"]) == len(store) > 0
+    assert sum(c["from_cache"] for c in counts["cold"]) > 0  # later groups read what earlier ones scored
+    assert sum(c["scored"] for c in counts["warm"]) == 0
+    assert sum(c["checked"] for c in counts["warm"]) == len(groups)  # one check per process
+    # each process reads what it scored or read cold; what it answered from memory is the same
+    assert [c["from_cache"] for c in counts["warm"]] == [c["scored"] + c["from_cache"] for c in counts["cold"]]
+    assert [c["reused"] for c in counts["warm"]] == [c["reused"] for c in counts["cold"]]
 
 
 def test_the_fusion_family_is_one_group_keyed_on_window_scope_and_embedded_text() -> None:

@@ -95,3 +95,32 @@ def test_legs_published_by_jobs_legs_serve_the_arm_jobs_byte_for_byte(state: Pat
                          json.dumps(other.model_dump(exclude_none=True))])
     assert code == 5 and "were fetched for" in capsys.readouterr().err
     assert (tmp_path / "k8s" / "sweeps" / "s" / "fusion" / other.name / "failed.json").is_file()
+
+
+def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Path, tmp_path: Path) -> None:
+    """pool-12 and pool-24 (fusion window 100) and pool-96 (window 384): two groups, two jobs.arm processes
+    at once, one cross-encoder score cache (a reranker trained for two steps: real weights, real
+    forward passes). Run again into a new store, every pair is read, none scored but one check per
+    process; and with no cache at all. Every arm's files are the same bytes all three ways."""
+    from harness.retrieval.train import train_reranker
+    from harness.state import State
+    reranker = tmp_path / "reranker"
+    train_reranker(State.open(state).corpora[0], reranker, seed=1, steps=2, batch_size=4)
+    pool = CATALOGUE.family("pool")
+    arms = [pool.arm(name) for name in ("pool-12", "pool-24", "pool-96")]
+    cache = tmp_path / "rerank-cache"
+    for run in ("cold", "warm", "none"):
+        executor = LocalExecutor(state=state, store_spec=str(tmp_path / run), workers=2, quiet=True,
+                                 reranker=reranker, rerank_cache=None if run == "none" else cache)
+        report = executor.run(arms, "pool")
+        assert [o.status for o in report.outcomes] == ["published"] * len(arms), report.outcomes
+    checked = 0
+    for arm in arms:
+        folders = {run: tmp_path / run / "sweeps" / "pool" / arm.family / arm.name for run in ("cold", "warm", "none")}
+        for name in DETERMINISTIC:
+            assert len({_sha(folder / name) for folder in folders.values()}) == 1, f"{arm.name}/{name}"
+        info = {run: json.loads((folder / "runinfo.json").read_text())["rerank"] for run, folder in folders.items()}
+        assert info["warm"]["scored"] == 0 and info["warm"]["from_cache"] > 0, info
+        assert info["none"]["cache"] is None and info["none"]["from_cache"] == 0, info
+        checked += info["warm"]["checked"]
+    assert checked == 2  # the first pair each process read, scored again

@@ -10,6 +10,8 @@ arms that share it write the bytes they would write alone.
 from __future__ import annotations
 
 import copy
+import struct
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,13 +20,14 @@ from typing import Any
 from harness.bench.answers import arm_answers
 from harness.bench.config import BenchConfig
 from harness.bench.stack import open_stack
-from harness.errors import UsageError
+from harness.errors import IntegrityError, UsageError
 from harness.index.embed import Embedder
 from harness.index.provenance import refuse_mixed, survey
 from harness.judge import Judgements, judge
 from harness.model import Corpus, Query
 from harness.retrieval.legs import LegCache
 from harness.retrieval.rerank import CrossEncoderReranker, refuse_untrained
+from harness.retrieval.scorecache import StoredScores, pair_key
 from harness.state import State
 
 
@@ -35,26 +38,64 @@ class ScoreCache:
     The reranker scores each pair on its own (``CrossEncoderReranker``), so a pair's score is the
     same whichever passages it is asked beside: the arms of a group whose candidates overlap (the
     budget and pool families: pools and pair limits of one fused ranking) score each pair once.
-    ``scored``/``reused``: pairs scored by the model, pairs answered from here.
+    ``store``: the machine's score cache (harness.retrieval.scorecache), shared with the other
+    processes of a sweep and with later sweeps; a pair found there is not scored, and a pair
+    scored here is written there. ``scored``/``reused``/``stored``: pairs scored by the model,
+    answered from this process's memory, read from the store; ``checked``: pairs read from the store
+    and scored again to check the store gives the model's bits (the first one, once a process).
     """
 
     reranker: CrossEncoderReranker
+    store: StoredScores | None = None
     scored: int = 0
     reused: int = 0
+    stored: int = 0
+    checked: int = 0
     _scores: dict[tuple[str, str], float] = field(default_factory=dict, repr=False)
+    _checked: bool = field(default=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def provenance(self) -> dict[str, Any]:
         return self.reranker.provenance
 
+    def counts(self) -> dict[str, int]:
+        return {"scored": self.scored, "reused": self.reused, "from_cache": self.stored, "checked": self.checked}
+
     def score(self, query: str, passages: list[str]) -> list[float]:
-        missing = list(dict.fromkeys(p for p in passages if (query, p) not in self._scores))
-        if missing:
-            for passage, value in zip(missing, self.reranker.score(query, missing), strict=True):
-                self._scores[(query, passage)] = value
-        self.scored += len(missing)
-        self.reused += len(passages) - len(missing)
-        return [self._scores[(query, p)] for p in passages]
+        with self._lock:
+            missing = list(dict.fromkeys(p for p in passages if (query, p) not in self._scores))
+            self.reused += len(passages) - len(missing)
+            if missing and self.store is not None:
+                keys = {p: pair_key(query, p) for p in missing}
+                found = self.store.get(list(keys.values()))
+                hits = [p for p in missing if keys[p] in found]
+                if hits and not self._checked:
+                    self._check(query, hits[0], found[keys[hits[0]]])
+                for p in hits:
+                    self._scores[(query, p)] = found[keys[p]]
+                self.stored += len(hits)
+                missing = [p for p in missing if keys[p] not in found]
+            if missing:
+                values = self.reranker.score(query, missing)
+                for passage, value in zip(missing, values, strict=True):
+                    self._scores[(query, passage)] = value
+                self.scored += len(missing)
+                if self.store is not None:
+                    self.store.put((pair_key(query, p), v) for p, v in zip(missing, values, strict=True))
+            return [self._scores[(query, p)] for p in passages]
+
+    def _check(self, query: str, passage: str, cached: float) -> None:
+        """Score the first pair found in the store and refuse the store if the bits differ."""
+        assert self.store is not None
+        now = self.reranker.score(query, [passage])[0]
+        self.checked += 1
+        if struct.pack("<d", now) != struct.pack("<d", cached):
+            raise IntegrityError(
+                f"the cross-encoder score cache {self.store.folder} gives a pair {cached!r} where the model gives "
+                f"{now!r} now: something its key ({self.store.folder / 'reranker.json'}) does not name changed; "
+                f"delete {self.store.folder} or pass --rerank-cache none")
+        self._checked = True
 
 
 @dataclass
@@ -70,6 +111,7 @@ class ArmContext:
     settings: BenchConfig  # the run-level settings every arm of the context shares
     legs: LegCache | None = None
     pg_dsn: str = ""
+    score_cache: Path | None = None  # the machine's cross-encoder score cache root (None: this process's memory only)
     _answers: dict[str, Any] | None = field(default=None, repr=False)
     _rerankers: dict[Path, ScoreCache] = field(default_factory=dict, repr=False)
 
@@ -90,7 +132,8 @@ class ArmContext:
         if path not in self._rerankers:
             reranker = CrossEncoderReranker(path)
             refuse_untrained(reranker.provenance)
-            self._rerankers[path] = ScoreCache(reranker)
+            store = StoredScores(self.score_cache, reranker.cache_key()) if self.score_cache else None
+            self._rerankers[path] = ScoreCache(reranker, store)
         return self._rerankers[path]
 
     def doc_files(self) -> dict[str, str]:
@@ -102,11 +145,13 @@ class ArmContext:
 
 def open_context(state: State, config: BenchConfig, embedder: Embedder, *, opensearch_url: str = "",
                  pg_dsn: str = "", legs: LegCache | None = None,
-                 vectors: Callable[[Sequence[Query]], Any] | None = None) -> ArmContext:
+                 vectors: Callable[[Sequence[Query]], Any] | None = None,
+                 score_cache: Path | None = None) -> ArmContext:
     """Open the state (and the stack when asked), survey the index, judge, and encode the queries.
 
     ``vectors``: how the judged queries' vectors are made (default: ``embedder.encode`` over their
-    texts, in one call)."""
+    texts, in one call). ``score_cache``: the cross-encoder score cache's root (harness.retrieval.scorecache),
+    or None to keep scores in this process only; either way the results are the same bytes."""
     corpora = [c for c in state.corpora if not config.corpora or c.name in config.corpora]
     if not corpora:
         raise UsageError(f"no corpus of {', '.join(config.corpora)} in the state {state.path}")
@@ -141,4 +186,4 @@ def open_context(state: State, config: BenchConfig, embedder: Embedder, *, opens
         query_vectors = embedder.encode([q.text for q in judged])
     return ArmContext(state=state, corpora=corpora, search=search, opened=opened, index_block=index_block,
                       judgements=judgements, judged=judged, vectors=query_vectors, settings=config, legs=legs,
-                      pg_dsn=pg_dsn)
+                      pg_dsn=pg_dsn, score_cache=score_cache)

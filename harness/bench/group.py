@@ -50,10 +50,11 @@ class GroupRun:
 
     @classmethod
     def open(cls, state: State, settings: BenchConfig, embedder: Embedder, *, opensearch_url: str = "",
-             pg_dsn: str = "", published: LegTable | None = None) -> GroupRun:
+             pg_dsn: str = "", published: LegTable | None = None, score_cache: Path | None = None) -> GroupRun:
         """``settings``: any arm of the group (its run-level settings are every arm's). ``published``:
         legs fetched by another process; a request of theirs they lack is refused, never fetched. When
-        they carry the query vectors, the queries are not encoded: their vectors are read from them."""
+        they carry the query vectors, the queries are not encoded: their vectors are read from them.
+        ``score_cache``: the cross-encoder score cache's root (harness.retrieval.scorecache), or None."""
         t0 = time.perf_counter()
         key = config_legs_key(settings)
         if published is not None and published.group.get("legs_key") != key:
@@ -62,7 +63,7 @@ class GroupRun:
         table = published if published is not None and published.vectors is not None else None
         read = (lambda judged: table.query_vectors([q.text for q in judged])) if table else None
         context = open_context(state, settings, embedder, opensearch_url=opensearch_url, pg_dsn=pg_dsn,
-                               legs=LegCache(published=published), vectors=read)
+                               legs=LegCache(published=published), vectors=read, score_cache=score_cache)
         return cls(context=context, key=key, open_seconds=round(time.perf_counter() - t0, 3),
                    query_vectors="published" if table else "encoded")
 

@@ -33,12 +33,14 @@ from harness.state import State
 
 def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
               compare: Path | None = None, progress: Callable[[int, int], None] | None = None, *,
-              opensearch_url: str = "", pg_dsn: str = "") -> dict[str, Any]:
+              opensearch_url: str = "", pg_dsn: str = "", score_cache: Path | None = None) -> dict[str, Any]:
     """Run one arm over ``state`` and write its results to ``out``; ``opensearch_url`` is the stack's
     (--backend stack, --time-also stack) and ``pg_dsn`` its PostgreSQL (the answers of a state
-    ingested from it), both from the caller's settings."""
+    ingested from it), both from the caller's settings; ``score_cache``: the cross-encoder score
+    cache's root (None: none)."""
     started = time.time()
-    context = open_context(state, config, embedder, opensearch_url=opensearch_url, pg_dsn=pg_dsn)
+    context = open_context(state, config, embedder, opensearch_url=opensearch_url, pg_dsn=pg_dsn,
+                           score_cache=score_cache)
     return run_arm(context, config, out, compare, progress, started=started)
 
 
@@ -52,9 +54,11 @@ def run_arm(context: ArmContext, config: BenchConfig, out: Path, compare: Path |
     context.check(config)
     stage, state, judged, opened = config.bench_stage, context.state, context.judged, context.opened
     reranker = None
+    rerank_before: dict[str, int] = {}
     if stage.needs_reranker:
         assert config.reranker is not None
         reranker = context.reranker(config.reranker)
+        rerank_before = reranker.counts()
     stack = opened if config.backend == "stack" else None
     retriever: Any = (stack.retriever(config.arm.embedding_text, config.fusion, config.resolved_fusion_mode) if stack
                       else HybridRetriever(state.index, config.arm.embedding_text, config.fusion, cache=context.legs))
@@ -127,6 +131,10 @@ def run_arm(context: ArmContext, config: BenchConfig, out: Path, compare: Path |
         runinfo["stack"] = stack_info
     if legs_info is not None:
         runinfo["legs"] = legs_info()
+    if reranker is not None:
+        now = reranker.counts()
+        runinfo["rerank"] = {**{k: now[k] - rerank_before[k] for k in now},
+                             "cache": str(reranker.store.folder) if reranker.store is not None else None}
     RunInfo.model_validate(runinfo)
     write_files(out, arm_files(config.control_name, metrics, per_query, runinfo, normalised, judgements.qrels,
                                compare))

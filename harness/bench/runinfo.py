@@ -41,3 +41,6 @@ class RunInfo(BaseModel):
     # an arm run in a group (harness.bench.group): its legs key, its place in the group, the seconds the
     # shared context took to open (once for the group), and how many leg requests it fetched or reused
     legs: dict[str, Any] | None = None
+    # a rerank arm: the pairs it had the cross-encoder score, found in its process's memory, or read from
+    # the machine's score cache (harness.retrieval.scorecache), and that cache's folder (None: no cache)
+    rerank: dict[str, Any] | None = None

@@ -14,10 +14,25 @@ def add_retrieval_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("retrieval (an arm is a combination of these)")
     add_arm_flags(g)  # generated from harness.bench.arm.ArmConfig, the one arm configuration
     g.add_argument("--reranker", type=Path, default=None, help="cross-encoder directory for --stage rerank")
+    add_rerank_cache_flag(g)
     r = p.add_argument_group("relevance policy")
     r.add_argument("--relevance-high", type=float, default=0.5)
     r.add_argument("--relevance-low", type=float, default=0.0)
     r.add_argument("--binary-relevance", action="store_true")
+
+
+def add_rerank_cache_flag(p: Any) -> None:
+    p.add_argument("--rerank-cache", default=None, metavar="DIR|none",
+                   help="the cross-encoder score cache: a pair scored once on this machine is read, not scored, "
+                        "by every later arm, process and sweep (same bytes; docs/sweeps.md). Default "
+                        "RAGSWEEP_RERANK_CACHE, else var/cache/rerank; none: scores kept in the process only")
+
+
+def rerank_cache_from_args(args: argparse.Namespace) -> Path | None:
+    from harness.commands.settings import settings
+    from harness.retrieval.scorecache import cache_root
+
+    return cache_root(getattr(args, "rerank_cache", None) or settings().rerank_cache)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -112,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"\r  queries {done}/{total}", end="" if done < total else "\n", file=sys.stderr)
 
     run_bench(state, config, embedder, args.out, compare=args.compare, progress=progress,
-              opensearch_url=settings().opensearch_url, pg_dsn=settings().pg_dsn or "")
+              opensearch_url=settings().opensearch_url, pg_dsn=settings().pg_dsn or "",
+              score_cache=rerank_cache_from_args(args))
     print((args.out / "metrics.md").read_text(encoding="utf-8"), end="")
     print((args.out / "answers.md").read_text(encoding="utf-8"), end="")
     if args.compare:

@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     # -- what runs the embedding model (--embedding-backend; harness.index.onnx_backend): torch or onnx --
     embedding_backend: EmbeddingBackend = "torch"
     onnx_cache: str = "var/cache/onnx"  # where the onnx backend keeps the model's local export
+    # -- the machine's cross-encoder score cache (harness.retrieval.scorecache): a folder, or "none" --
+    rerank_cache: str = "var/cache/rerank"
     # -- what a Job is told (jobs/arm.py, jobs/collect.py) --------------------------------------
     state: Path | None = None
     store: str | None = None

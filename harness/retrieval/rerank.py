@@ -84,6 +84,19 @@ class CrossEncoderReranker:
 
         self._model: Any = CrossEncoder(str(self.path), device="cpu", trust_remote_code=False, num_labels=1)
 
+    def cache_key(self) -> dict[str, Any]:
+        """What decides a pair's score besides the pair: the weights, the scoring rule, how the pair is
+        cut and squashed, the libraries and the CPU's kernels (harness.retrieval.scorecache)."""
+        import sentence_transformers
+        import torch
+        import transformers
+
+        return {"weights_sha256": self.provenance["weights_sha256"], "scoring": PAIR_SCORING,
+                "max_seq_length": self._model.max_seq_length, "activation": repr(self._model.activation_fn),
+                "torch": torch.__version__, "transformers": transformers.__version__,
+                "sentence_transformers": sentence_transformers.__version__,
+                "cpu": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
+
     def score(self, query: str, passages: list[str]) -> list[float]:
         if not passages:
             return []

@@ -134,6 +134,8 @@ class LocalExecutor:
     backend: str = "embedded"
     catalogue: Catalogue | None = None  # recorded in the store as sweeps/<id>/catalogue.json
     share_legs: bool = True  # arms with one legs key run in one process (harness.sweep.legs)
+    # the cross-encoder score cache every group process shares (harness.retrieval.scorecache); None: none
+    rerank_cache: Path | None = None
 
     def _command(self, group: ArmGroup, sweep_id: str, processes: int = 1) -> list[str]:
         specs = [arm.model_dump(exclude_none=True) for arm in group.arms]
@@ -144,6 +146,8 @@ class LocalExecutor:
             command += ["--processes", str(processes)]
         if self.reranker:
             command += ["--reranker", str(self.reranker)]
+        # the processes run from the checkout (cwd=ROOT): a relative cache is the caller's, made absolute
+        command += ["--rerank-cache", str(self.rerank_cache.resolve()) if self.rerank_cache else "none"]
         if self.s3_endpoint:
             command += ["--s3-endpoint", self.s3_endpoint]
         return command
