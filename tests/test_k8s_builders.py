@@ -108,13 +108,16 @@ def test_placement_follows_the_stage(arm: Arm, gpu: bool) -> None:
         assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
         assert container["image"] == f"registry.example.com/ragsweep/ragsweep-gpu@{DIGEST}"
         assert env_of(container)["RAGSWEEP_RERANKER"]["value"] == S.reranker_path
+        # the score cache on the scratch volume: the root filesystem is read-only
+        scratch = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}["scratch"]
+        assert env_of(container)["RAGSWEEP_RERANK_CACHE"]["value"].startswith(scratch + "/")
         assert [c["name"] for c in pod["initContainers"]] == ["fetch-state", "fetch-reranker"]
     else:
         assert "nvidia.com/gpu" not in json.dumps(resources)
         assert pod["nodeSelector"] == {"ragsweep.io/pool": "cpu"}
         assert "tolerations" not in pod
         assert container["image"] == f"registry.example.com/ragsweep/ragsweep-cpu@{DIGEST}"
-        assert "RAGSWEEP_RERANKER" not in env_of(container)
+        assert "RAGSWEEP_RERANKER" not in env_of(container) and "RAGSWEEP_RERANK_CACHE" not in env_of(container)
         assert [c["name"] for c in pod["initContainers"]] == ["fetch-state"]
 
 

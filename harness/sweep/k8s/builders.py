@@ -47,6 +47,7 @@ LEGS_CONTAINER = "legs"
 COLLECT_COMMAND = (PYTHON, "-m", "jobs.collect")
 SYNC_COMMAND = (PYTHON, "-m", "jobs.sync", "pull")
 SCRATCH = "/tmp"
+RERANK_CACHE = f"{SCRATCH}/rerank-cache"
 UID = 10001
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -156,6 +157,9 @@ def arm_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str,
     ]
     if reranker if reranker is not None else isinstance(arm, Arm) and arm.needs_reranker:
         env.append(_env("RAGSWEEP_RERANKER", settings.reranker_path))
+        # the root filesystem is read-only: the cross-encoder score cache lives on the pod's scratch
+        # volume, so it lasts one pod (docs/sweeps.md, "The machine's score cache")
+        env.append(_env("RAGSWEEP_RERANK_CACHE", RERANK_CACHE))
     env.append(_env("RAGSWEEP_WORKERS", str(settings.workers)))
     env.append(_env("RAGSWEEP_BACKEND", settings.backend))
     if legs is not None:
