@@ -41,7 +41,6 @@ from harness.errors import IntegrityError, UsageError
 from harness.objectstore import write_atomic
 
 CACHE_SCHEMA = "ragsweep.scorecache/1"
-DEFAULT_SCORE_CACHE_DIR = Path("var/cache/rerank")
 _LOOKUP_CHUNK = 500  # pairs per SELECT ... IN (...): under SQLite's bound-parameter limit
 
 
@@ -100,7 +99,7 @@ class StoredScores:
         write_atomic(key_file, (json.dumps(self.key, indent=1, sort_keys=True) + "\n").encode("utf-8"))
 
     def _unreadable(self, e: Exception) -> IntegrityError:
-        return IntegrityError(f"cross-encoder score cache {self.folder / 'scores.sqlite3'} is unreadable ({e}); "
+        return IntegrityError(f"cross-encoder score cache {self.folder / 'scores.sqlite3'} cannot be used ({e}); "
                               f"delete {self.folder} or pass --rerank-cache none")
 
     def get(self, keys: Sequence[bytes]) -> dict[bytes, float]:
