@@ -135,3 +135,12 @@ def test_the_cross_encoders_cached_scores_are_the_bits_it_gives(tmp_path: Path) 
     assert [s.hex() for s in warm.score(query, passages[::-1])] == [s.hex() for s in scores[::-1]]
     assert warm.counts() == {"scored": 0, "reused": 0, "from_cache": 3, "checked": 1}
     assert [reranker.score(query, [p])[0] for p in passages] == scores
+
+
+def test_a_cache_folder_that_cannot_be_made_is_a_usage_error_in_one_line(tmp_path: Path) -> None:
+    from harness.errors import UsageError
+
+    (tmp_path / "file").write_text("not a folder", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"cannot create it.*--rerank-cache DIR or none") as e:
+        StoredScores(tmp_path / "file", KEY)
+    assert "\n" not in str(e.value)
