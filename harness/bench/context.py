@@ -40,7 +40,7 @@ class ScoreCache:
     budget and pool families: pools and pair limits of one fused ranking) score each pair once.
     ``store``: the machine's score cache (harness.retrieval.scorecache), shared with the other
     processes of a sweep and with later sweeps; a pair found there is not scored, and a pair
-    scored here is written there. ``scored``/``reused``/``stored``: pairs scored by the model,
+    scored here is written there. ``scored``/``reused``/``from_cache``: pairs scored by the model,
     answered from this process's memory, read from the store; ``checked``: pairs read from the store
     and scored again to check the store gives the model's bits (the first one, once a process).
     """
@@ -49,7 +49,7 @@ class ScoreCache:
     store: StoredScores | None = None
     scored: int = 0
     reused: int = 0
-    stored: int = 0
+    from_cache: int = 0
     checked: int = 0
     _scores: dict[tuple[str, str], float] = field(default_factory=dict, repr=False)
     _checked: bool = field(default=False, repr=False)
@@ -60,7 +60,7 @@ class ScoreCache:
         return self.reranker.provenance
 
     def counts(self) -> dict[str, int]:
-        return {"scored": self.scored, "reused": self.reused, "from_cache": self.stored, "checked": self.checked}
+        return {"scored": self.scored, "reused": self.reused, "from_cache": self.from_cache, "checked": self.checked}
 
     def score(self, query: str, passages: list[str]) -> list[float]:
         with self._lock:
@@ -74,7 +74,7 @@ class ScoreCache:
                     self._check(query, hits[0], found[keys[hits[0]]])
                 for p in hits:
                     self._scores[(query, p)] = found[keys[p]]
-                self.stored += len(hits)
+                self.from_cache += len(hits)
                 missing = [p for p in missing if keys[p] not in found]
             if missing:
                 values = self.reranker.score(query, missing)

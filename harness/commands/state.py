@@ -32,15 +32,17 @@ def _pairs(specs: list[str], flag: str) -> dict[str, str]:
 def embedding_cache_root(flag: str | None, setting: str, *, in_process: bool) -> Path | None:
     """The embedding cache's root: the flag, else the setting; ``none`` (or empty) is no cache. Only the
     in-process builder uses one: through the ingest tasks it is None (with a note when the flag asked)."""
-    chosen = flag or setting
-    if chosen.strip().lower() in ("", "none"):
+    from harness.retrieval.scorecache import cache_root
+
+    chosen = cache_root(flag or setting)
+    if chosen is None:
         return None
     if not in_process:
         if flag:
             print(f"note: --embedding-cache {flag} is not used: with --dispatch/--store the ingest tasks encode, "
                   "uncached", file=sys.stderr)
         return None
-    return Path(chosen)
+    return chosen
 
 
 def add_embedding_backend_flag(p: Any, what: str) -> None:
