@@ -110,7 +110,7 @@ def main() -> int:
         configs = [BenchConfig(arm=a.arm_config, control_name=a.name, workers=1, backend="embedded",
                                reranker=reranker_path) for a in group.arms]
         t = time.perf_counter()
-        run = GroupRun.open(state, configs[0], embedder)
+        run = GroupRun.open(state, configs[0], embedder, key=group.key)
         context_s = time.perf_counter() - t
         recorder = Recorder(provenance=reranker_provenance(reranker_path))
         cache = ScoreCache(recorder)  # type: ignore[arg-type]  # a stand-in that records instead of scoring

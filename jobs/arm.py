@@ -4,6 +4,7 @@ published to the artefact store.
     python -m jobs.arm --state STATE --store DIR|s3://BUCKET/PREFIX --sweep-id ID --arm-json '{...}'
     python -m jobs.arm ... --arm-json '[{...}, {...}]'          # a group: one process, legs fetched once
     python -m jobs.arm ... --arm-json '{...}' --legs KEY         # legs another Job published (jobs.legs)
+    python -m jobs.arm ... --arm-json '[...]' --legs KEY         # part of a group, over its published legs
     python -m jobs.arm ... --arm-json '[...]' --processes 2      # a group's arms spread over 2 processes
 
 Every flag has an environment twin (RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID,
@@ -18,7 +19,9 @@ the process exits with the first failure's code (0 when every arm was published 
 built) in this process, which then forks N-1 children, and the N processes run every N-th arm
 each from the inherited cache; no process fetches a leg again, so each arm writes the bytes it
 writes alone. Only for stages that fetch nothing after the legs and never call the cross-encoder
-(retrieve, diversify): torch is not used after a fork. Other groups run in one process.
+(retrieve, diversify): torch is not used after a fork. A group with other arms is spread by the
+local executor over processes that each read the legs one jobs.legs process published (``--legs``
+with a list of arms), as the Kubernetes executor spreads it over Jobs.
 """
 
 from __future__ import annotations
@@ -82,12 +85,12 @@ def run(args: argparse.Namespace) -> int:
     if not pending:
         return failures[0] if failures else 0
     try:
-        group = _open_group(args, store, pending[0][2])
+        group = _open_group(args, store, pending[0][2], [config for _, _, config in pending])
     except BaseException as e:
         failures += [_failed(store, args.sweep_id, arm, digest, e) for arm, digest, _ in pending]
         return failures[0]
     processes = min(args.processes, len(pending))
-    if processes > 1 and all(config.bench_stage.name in FORK_SAFE_STAGES for _, _, config in pending):
+    if processes > 1 and all(config.bench_stage.fork_safe for _, _, config in pending):
         try:
             group.prefetch(pending[0][2])
         except BaseException as e:
@@ -97,10 +100,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         failures += _run_share(args, store, group, list(enumerate(pending)))
     return failures[0] if failures else 0
-
-
-# Stages whose arms fetch nothing once the group's legs are prefetched and never run the model.
-FORK_SAFE_STAGES = frozenset({"retrieve", "diversify"})
 
 
 def _run_share(args: argparse.Namespace, store: Any, group: Any, share: list[tuple[int, Any]]) -> list[int]:
@@ -153,7 +152,8 @@ def _run_forked(args: argparse.Namespace, store: Any, group: Any, pending: list[
     return failures
 
 
-def _open_group(args: argparse.Namespace, store: Any, config: Any) -> Any:
+def _open_group(args: argparse.Namespace, store: Any, config: Any, configs: list[Any]) -> Any:
+    from harness.bench.config import legs_key, shared_legs_key
     from harness.bench.group import GroupRun
     from harness.index.embed import DEFAULT_EMBEDDING_MODEL, SentenceTransformerEmbedder, model_identity
     from harness.retrieval.legs import TableEncoder
@@ -182,9 +182,11 @@ def _open_group(args: argparse.Namespace, store: Any, config: Any) -> Any:
                                  "rerun the sweep so its legs Job fetches them again")
     from harness.retrieval.scorecache import cache_root
 
+    # the group fetches the legs of the deepest fusion window among the arms still to run (they all cut them)
+    key = shared_legs_key([legs_key(c.arm) for c in configs], args.backend)
     return GroupRun.open(state, config, embedder, opensearch_url=settings().opensearch_url,
                          pg_dsn=settings().pg_dsn or "", published=published,
-                         score_cache=cache_root(args.rerank_cache))
+                         score_cache=cache_root(args.rerank_cache), key=key)
 
 
 def _run_one(args: argparse.Namespace, store: Any, group: Any, arm: Any, digest: str, config: Any,

@@ -4,16 +4,16 @@
 
 Environment twins: RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID, RAGSWEEP_ARM, RAGSWEEP_LEGS,
 RAGSWEEP_S3_ENDPOINT, RAGSWEEP_BACKEND, RAGSWEEP_EMBEDDING_BACKEND (how a legs Job's spec passes
-them). The arms must share one legs key (harness.sweep.legs); the legs are written to KEY as
-legs.json, naming the state, the query encoder and the key they are true of, which every arm that
-reads them checks. Exits with the error's code when they cannot be fetched; the launcher then
+them). The arms must share one embedded text and scope (harness.sweep.legs); the legs are fetched at
+the deepest of their fusion windows and written to KEY as legs.json, naming the state, the query
+encoder and the key they are true of, which every arm that reads them checks (and cuts them at its
+own window). Exits with the error's code when they cannot be fetched; the launcher then
 fails the group's arms, naming why.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,15 +40,18 @@ def run(args: argparse.Namespace) -> int:
     from harness.index.embed import DEFAULT_EMBEDDING_MODEL, SentenceTransformerEmbedder
     from harness.state import State
     from harness.sweep.executor import legs_identity, open_store
-    from harness.sweep.legs import arm_legs_key, publish_legs
+    from harness.sweep.legs import arm_legs_key, group_legs_key, publish_legs
 
     arms = parse_arms(args.arm_json)
-    keys = {json.dumps(arm_legs_key(a), sort_keys=True) for a in arms}
-    if len(keys) != 1 or args.backend != "embedded":
-        raise UsageError(f"jobs.legs: the arms {', '.join(a.name for a in arms)} do not share one legs key on the "
-                         f"embedded backend (keys {sorted(keys)}, backend {args.backend})")
+    if args.backend != "embedded":
+        raise UsageError(f"jobs.legs: legs are shared on the embedded backend only, not {args.backend}")
+    try:
+        key = group_legs_key(arms, args.backend)
+    except UsageError as e:
+        raise UsageError(f"jobs.legs: the arms {', '.join(a.name for a in arms)} share no legs ({e})") from e
     # The legs depend on the key alone, not on an arm's fusion or reranker: fetch them as the default
-    # fusion at the group's depth (a pooled stage without the cross-encoder where the arms are pooled).
+    # fusion at the group's depth, the deepest of its arms' windows, which every arm cuts at its own
+    # (a pooled stage without the cross-encoder where the arms are pooled).
     first = arms[0].arm_config
     neutral = first.model_copy(update={
         "fusion": None, "rank_constant": None, "normalization_technique": None, "combination_technique": None,
@@ -58,10 +61,10 @@ def run(args: argparse.Namespace) -> int:
     state = State.open(args.state)
     embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL, backend=args.embedding_backend,
                                            onnx_dir=Path(settings().onnx_cache))
-    group = GroupRun.open(state, config, embedder)
+    group = GroupRun.open(state, config, embedder, key=key)
     identity = legs_identity(args.state, args.backend)
     table = fetch_legs(group.context, config, {"state": identity, "embedder": embedder.identity,
-                                               "arms": [a.name for a in arms]})
+                                               "arms": [a.name for a in arms]}, key=key)
     # the query vectors too: an arm Job reading this table loads no model and encodes nothing
     table = table.with_vectors([q.text for q in group.context.judged], group.context.vectors)
     publish_legs(open_store(args.store, args.s3_endpoint), args.legs, table)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.bench.config import BenchConfig
+from harness.bench.config import BenchConfig, covers
 from harness.bench.group import GroupRun, fetch_legs
 from harness.bench.run import run_bench
 from harness.errors import IntegrityError, UsageError
@@ -26,7 +26,7 @@ from harness.retrieval.legs import LegCache, LegTable
 from harness.state import State
 from harness.state.build import build_state
 from harness.sweep.catalogue import CATALOGUE, Arm
-from harness.sweep.legs import group_arms
+from harness.sweep.legs import ArmGroup, arm_legs_key, group_arms
 from harness.synthetic.adapter import read_synthetic
 from harness.synthetic.folders import write_files
 from harness.synthetic.generator import generate
@@ -103,15 +103,21 @@ def test_every_catalogue_arm_writes_the_same_bytes_in_its_group_as_alone(state: 
     for group in groups:
         embedder = HashEmbedder()
         embedders.append(embedder)
-        run = GroupRun.open(state, _config(group.arms[0], reranker), embedder)
+        run = GroupRun.open(state, _config(group.arms[0], reranker), embedder, key=group.key)
+        fetched = 0
         for arm in group.arms:
             out = tmp_path / "group" / arm.name
             run.run(_config(arm, reranker), out)
             assert _shas(out) == alone[arm.name], arm.name
             legs = json.loads((out / "runinfo.json").read_text())["legs"]
             assert legs["group"] == group.key and legs["position"] == group.arms.index(arm)
-            # the first arm fetches the group's legs, every later one reuses them all
+            assert legs["window"] == arm_legs_key(arm)["fusion_window"] <= legs["group"]["fusion_window"]
+            # the first arm fetches the group's legs (at the deepest window), every later one cuts them
             assert (legs["fetched"] == 0) == (legs["position"] > 0) and legs["reused"] + legs["fetched"] > 0
+            fetched += legs["fetched"]
+        assert fetched == len(run.context.judged)  # one request per query for the whole group
+    # the header arms over windows 100 to 384 are one group; embed-body searches other vectors
+    assert [g.key["fusion_window"] for g in groups if g.key] == [384, 192]
     assert all(e.calls == 1 for e in embedders)  # the queries are encoded once per group
     # budget-48-12-4, its repeat, the final_chunks and max_chunks_per_file arms, pool-48 and
     # rerank-48-12-4 make the same cross-encoder calls: one arm's worth is made, not six
@@ -129,8 +135,9 @@ def test_rerank_arms_read_the_machines_score_cache_and_write_the_bytes_they_writ
 
     reranker, cache = tmp_path / "reranker", tmp_path / "rerank-cache"
     rerank = [a for a in CATALOGUE.arms if a.needs_reranker]
-    groups = group_arms(rerank, "embedded")
-    assert len(groups) > 1
+    (group,) = group_arms(rerank, "embedded")
+    # spread over two processes as a sweep on two workers spreads them (each reads the group's legs)
+    groups = [ArmGroup(group.arms[k::2], group.key) for k in range(2)]
     alone = {}
     for arm in rerank:
         run_bench(state, _config(arm, reranker), HashEmbedder(), tmp_path / "alone" / arm.name)
@@ -138,7 +145,8 @@ def test_rerank_arms_read_the_machines_score_cache_and_write_the_bytes_they_writ
     counts: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
     for sweep in counts:
         for group in groups:
-            run = GroupRun.open(state, _config(group.arms[0], reranker), HashEmbedder(), score_cache=cache)
+            run = GroupRun.open(state, _config(group.arms[0], reranker), HashEmbedder(), score_cache=cache,
+                                key=group.key)
             for arm in group.arms:
                 out = tmp_path / sweep / arm.name
                 run.run(_config(arm, reranker), out)
@@ -156,16 +164,27 @@ def test_rerank_arms_read_the_machines_score_cache_and_write_the_bytes_they_writ
     assert [c["reused"] for c in counts["warm"]] == [c["reused"] for c in counts["cold"]]
 
 
-def test_the_fusion_family_is_one_group_keyed_on_window_scope_and_embedded_text() -> None:
+def test_a_group_is_keyed_on_scope_and_embedded_text_and_fetches_the_deepest_window() -> None:
     fusion = CATALOGUE.family("fusion").arms
     (group,) = group_arms(fusion, "embedded")
     assert group.arms == fusion and group.key == {"embedding_text": "header", "fusion_window": 192, "scope": "corpus"}
-    pool = {g.key["fusion_window"]: [a.name for a in g.arms]
-            for g in group_arms(CATALOGUE.family("pool").arms, "embedded") if g.key}
-    # pool-12 and pool-24 both fuse over max(100, min(4*size, 500)) = 100: one group
-    assert pool == {192: ["pool-48"], 100: ["pool-12", "pool-24"], 128: ["pool-32"], 384: ["pool-96"]}
+    # pool-12 and pool-24 fuse over max(100, min(4*size, 500)) = 100, pool-32 over 128, pool-48 over 192 and
+    # pool-96 over 384: one group, whose legs are fetched over 384 and cut by each arm at its own window
+    (pool,) = group_arms(CATALOGUE.family("pool").arms, "embedded")
+    assert [a.name for a in pool.arms] == ["pool-48", "pool-12", "pool-24", "pool-32", "pool-96"]
+    assert pool.key == {"embedding_text": "header", "fusion_window": 384, "scope": "corpus"}
+    body = CATALOGUE.family("embedding").arm("embed-body")
+    scoped = Arm(name="scoped", family="scope", axis="gold files",
+                 config={**body.config, "embedding_text": "header", "scope": "gold-files"})
+    keys = [g.key for g in group_arms([*pool.arms, body, scoped], "embedded")]
+    assert keys == [pool.key, {**pool.key, "embedding_text": "body", "fusion_window": 192},
+                    {**pool.key, "scope": "gold-files", "fusion_window": 192}]
+    # only the embedded backend's legs are prefixes of deeper ones: elsewhere a window is a group of its own
     assert all(len(g.arms) == 1 and g.key is None for g in group_arms(fusion, "stack"))
     assert all(len(g.arms) == 1 for g in group_arms(fusion, "embedded", share=False))
+    assert not covers(pool.key, arm_legs_key(pool.arms[1]), "stack")
+    assert covers(pool.key, arm_legs_key(pool.arms[1]), "embedded")
+    assert not covers(arm_legs_key(pool.arms[1]), pool.key, "embedded")  # a shallower fetch serves no deeper arm
 
 
 def test_published_legs_serve_an_arm_byte_for_byte_and_a_missing_query_is_refused(state: State,
@@ -192,11 +211,20 @@ def test_published_legs_serve_an_arm_byte_for_byte_and_a_missing_query_is_refuse
     with pytest.raises(IntegrityError, match="hold no legs for the query"):
         lacking.run(_config(arm, reranker), tmp_path / "short")
 
-    other = CATALOGUE.family("diversity").arm("retrieve-12")  # window 100, not 192
-    with pytest.raises(UsageError, match="are for"):
-        GroupRun.open(state, _config(other, reranker), HashEmbedder(), published=published)
-    with pytest.raises(UsageError, match="fetches other legs"):
-        reader.run(_config(other, reranker), tmp_path / "other")
+    # legs over window 192 serve an arm over 100, cut at its window: the bytes it writes alone
+    shallow = CATALOGUE.family("diversity").arm("retrieve-12")
+    run_bench(state, _config(shallow, reranker), HashEmbedder(), tmp_path / "shallow-alone")
+    cutting = GroupRun.open(state, _config(shallow, reranker), HashEmbedder(), published=published)
+    cutting.run(_config(shallow, reranker), tmp_path / "shallow")
+    assert _shas(tmp_path / "shallow") == _shas(tmp_path / "shallow-alone")
+    assert json.loads((tmp_path / "shallow" / "runinfo.json").read_text())["legs"]["fetched"] == 0
+
+    for other in (CATALOGUE.family("pool").arm("pool-96"),  # window 384: deeper than the table
+                  CATALOGUE.family("embedding").arm("embed-body")):  # other vectors
+        with pytest.raises(UsageError, match="do not serve"):
+            GroupRun.open(state, _config(other, reranker), HashEmbedder(), published=published)
+        with pytest.raises(UsageError, match="fetches other legs"):
+            reader.run(_config(other, reranker), tmp_path / "other")
 
 
 def test_published_query_vectors_replace_encoding_bit_for_bit_and_a_missing_one_is_refused(
@@ -248,3 +276,58 @@ def test_a_leg_cache_fetches_each_request_once_and_keeps_what_it_fetched() -> No
     other_scope = cache.legs(leg_request("q", 192, "header", file_uuids=["f"]), fetch)
     assert first is again and other_scope == first and len(fetched) == 2
     assert cache.counts() == {"fetched": 2, "reused": 1, "published": 0}
+
+
+def test_a_leg_cache_over_a_prefix_backend_cuts_the_deepest_legs_it_holds() -> None:
+    from harness.index.backend import LegHit
+    from harness.retrieval.legs import leg_request
+
+    deep = tuple(LegHit(f"a_{i}", 10.0 - i) for i in range(6)), tuple(LegHit(f"b_{i}", 1.0 - i / 10) for i in range(4))
+    fetched: list[int] = []
+
+    def fetch(depth: int) -> Any:
+        fetched.append(depth)
+        return deep[0][:depth], deep[1][:depth]
+
+    cache = LegCache(prefix=True)
+    assert cache.legs(leg_request("q", 5, "header"), lambda: fetch(5)) == (deep[0][:5], deep[1][:4])
+    assert cache.legs(leg_request("q", 3, "header"), lambda: fetch(3)) == (deep[0][:3], deep[1][:3])
+    assert cache.legs(leg_request("q", 6, "header"), lambda: fetch(6)) == deep  # deeper than held: fetched
+    assert cache.legs(leg_request("q", 5, "header"), lambda: fetch(5)) == (deep[0][:5], deep[1][:4])
+    assert cache.legs(leg_request("q", 2, "header", file_uuids=["f"]), lambda: fetch(2)) == (deep[0][:2], deep[1][:2])
+    assert cache.legs(leg_request("q", 2, "body"), lambda: fetch(2)) == (deep[0][:2], deep[1][:2])
+    assert fetched == [5, 6, 2, 2] and cache.counts()["reused"] == 2
+
+    plain = LegCache()  # a backend whose legs are not prefixes (HNSW): each depth is fetched
+    plain.legs(leg_request("q", 5, "header"), lambda: fetch(5))
+    plain.legs(leg_request("q", 3, "header"), lambda: fetch(3))
+    assert fetched[-2:] == [5, 3] and plain.counts()["reused"] == 0
+
+    table = cache.table(leg_request("", 6, "header"), {"legs_key": {}})
+    published = LegCache(published=table, prefix=True)
+    assert published.legs(leg_request("q", 4, "header"), lambda: fetch(4)) == (deep[0][:4], deep[1][:4])
+    with pytest.raises(IntegrityError, match="hold no legs for the query 'other'"):
+        published.legs(leg_request("other", 4, "header"), lambda: fetch(4))
+    assert published.legs(leg_request("other", 7, "header"), lambda: fetch(7)) == deep  # deeper: not the table's
+    assert fetched[-1] == 7
+
+
+def test_the_embedded_legs_at_a_depth_are_the_first_hits_of_deeper_legs(state: State) -> None:
+    """What sharing the deepest window rests on: for every judged query, each leg of the embedded
+    backend at depths 1 to 400 is the first hits of its legs at 500, ties at the cut included."""
+    from harness.bench.context import open_context
+
+    config = _config(CATALOGUE.family("fusion").control_arm, Path("unused"))
+    context = open_context(state, config, HashEmbedder())
+    index = state.index
+    cuts_in_ties = 0
+    for i, query in enumerate(context.judged):
+        for scope in (None, list(query.gold_files)):
+            deep = (index.bm25(query.text, 500, file_uuids=scope),
+                    index.knn(context.vectors[i], 500, mode="header", file_uuids=scope))
+            for depth in (1, 7, 50, 100, 192, 400):
+                legs = (index.bm25(query.text, depth, file_uuids=scope),
+                        index.knn(context.vectors[i], depth, mode="header", file_uuids=scope))
+                assert legs == (deep[0][:depth], deep[1][:depth]), (query.text, scope, depth)
+                cuts_in_ties += sum(len(leg) > depth and leg[depth - 1].score == leg[depth].score for leg in deep)
+    assert cuts_in_ties > 0  # the corpus has ties at the cuts: the tie order is what is tested

@@ -448,10 +448,12 @@ def test_the_legs_plan_runs_a_legs_job_only_for_unpublished_shared_groups(tmp_pa
     from harness.sweep.k8s.executor import plan_legs
 
     store = LocalFolderStore(tmp_path)
-    arms = [*CATALOGUE.family("fusion").arms, CATALOGUE.family("diversity").arm("retrieve-12")]
+    shallow = CATALOGUE.family("diversity").arm("retrieve-12")  # window 100: cuts the fusion arms' 192
+    arms = [*CATALOGUE.family("fusion").arms, shallow, CATALOGUE.family("embedding").arm("embed-body")]
     plan = plan_legs(store, SWEEP, arms, "embedded", "state-identity")
-    ((name, group, key),) = plan.jobs  # retrieve-12 is a group of one: it fetches its own legs
-    assert group.arms == CATALOGUE.family("fusion").arms and name.startswith("legs-")
+    ((name, group, key),) = plan.jobs  # embed-body (other vectors) is a group of one: it fetches its own legs
+    assert group.arms == (*CATALOGUE.family("fusion").arms, shallow) and name.startswith("legs-")
+    assert group.key is not None and group.key["fusion_window"] == 192
     assert set(plan.legs_of) == {a.name for a in group.arms} and set(plan.legs_of.values()) == {key}
     from harness.sweep.k8s.builders import build_legs_job
 

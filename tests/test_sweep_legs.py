@@ -98,10 +98,12 @@ def test_legs_published_by_jobs_legs_serve_the_arm_jobs_byte_for_byte(state: Pat
 
 
 def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Path, tmp_path: Path) -> None:
-    """pool-12 and pool-24 (fusion window 100) and pool-96 (window 384): two groups, two jobs.arm processes
-    at once, one cross-encoder score cache (a reranker trained for two steps: real weights, real
+    """pool-12 and pool-24 (fusion window 100) and pool-96 (window 384): one group, whose legs a jobs.legs
+    process fetches over 384 and publishes once, and whose arms two jobs.arm processes run at once from
+    them, over one cross-encoder score cache (a reranker trained for two steps: real weights, real
     forward passes). Run again into a new store, every pair is read, none scored but one check per
-    process; and with no cache at all. Every arm's files are the same bytes all three ways."""
+    process; and with no cache and no sharing at all, one process an arm. Every arm's files are the
+    same bytes all three ways."""
     from harness.retrieval.train import train_reranker
     from harness.state import State
     reranker = tmp_path / "reranker"
@@ -111,15 +113,23 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
     cache = tmp_path / "rerank-cache"
     for run in ("cold", "warm", "none"):
         executor = LocalExecutor(state=state, store_spec=str(tmp_path / run), workers=2, quiet=True,
-                                 reranker=reranker, rerank_cache=None if run == "none" else cache)
+                                 reranker=reranker, rerank_cache=None if run == "none" else cache,
+                                 share_legs=run != "none")
         report = executor.run(arms, "pool")
         assert [o.status for o in report.outcomes] == ["published"] * len(arms), report.outcomes
+        assert {o.group_size for o in report.outcomes} == ({1} if run == "none" else {1, 2})
+        assert (report.legs_seconds > 0) == (run != "none")
+        published = sorted((tmp_path / run / "sweeps" / "pool" / "legs").glob("*/legs.json"))
+        assert len(published) == (0 if run == "none" else 1)
     checked = 0
     for arm in arms:
         folders = {run: tmp_path / run / "sweeps" / "pool" / arm.family / arm.name for run in ("cold", "warm", "none")}
         for name in DETERMINISTIC:
             assert len({_sha(folder / name) for folder in folders.values()}) == 1, f"{arm.name}/{name}"
         info = {run: json.loads((folder / "runinfo.json").read_text())["rerank"] for run, folder in folders.items()}
+        legs = json.loads((folders["cold"] / "runinfo.json").read_text())["legs"]
+        assert legs["group"]["fusion_window"] == 384 and legs["window"] in (100, 384), legs
+        assert legs["fetched"] == 0 and legs["published"] > 0 and legs["query_vectors"] == "published", legs
         assert info["warm"]["scored"] == 0 and info["warm"]["from_cache"] > 0, info
         assert info["none"]["cache"] is None and info["none"]["from_cache"] == 0, info
         checked += info["warm"]["checked"]

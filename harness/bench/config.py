@@ -36,6 +36,35 @@ def legs_key(arm: ArmConfig) -> dict[str, str | int]:
     return {"embedding_text": arm.embedding_text, "fusion_window": fusion_window(depth), "scope": arm.scope}
 
 
+def prefix_legs(backend: str) -> bool:
+    """Whether the backend's legs at depth d are the first d of its legs at any deeper depth: the
+    embedded backend's are (tantivy's top docs and the exact kNN both break ties by row, and the
+    BM25 index is one segment in row order: harness.index.embedded), so arms over windows of one
+    text and scope share the legs of the deepest. OpenSearch's HNSW search is not a prefix of a
+    deeper one (ef_search grows with k), and its legs never leave it under server-side fusion."""
+    return backend == "embedded"
+
+
+def covers(group: dict[str, str | int], key: dict[str, str | int], backend: str) -> bool:
+    """Whether legs fetched for the legs key ``group`` serve an arm whose own legs key is ``key``:
+    the same key, or on a prefix backend the same text and scope over a window at least as deep."""
+    if group == key:
+        return True
+    same = all(group.get(name) == key.get(name) for name in ("embedding_text", "scope"))
+    return (prefix_legs(backend) and same and set(group) == set(key)
+            and int(group["fusion_window"]) >= int(key["fusion_window"]))
+
+
+def shared_legs_key(keys: list[dict[str, str | int]], backend: str) -> dict[str, str | int]:
+    """The legs key a group fetches for arms whose own legs keys are ``keys``: the deepest, when it
+    covers every one (``covers``); a UsageError naming them otherwise."""
+    deepest = max(keys, key=lambda k: int(k["fusion_window"]))
+    if not all(covers(deepest, k, backend) for k in keys):
+        raise UsageError(f"these arms fetch legs no one fetch serves on the {backend} backend: "
+                         f"{sorted({str(sorted(k.items())) for k in keys})}")
+    return deepest
+
+
 class BenchConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

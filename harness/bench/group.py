@@ -1,12 +1,15 @@
 """Arms that share legs, run in one process: the context opened once, the legs fetched once, every
 arm fused, reranked and scored from them.
 
-A group is arms whose ``legs_key`` (harness.bench.config) is equal under one run's settings: the
-same state, backend, query encoder, embedded text, fusion window and scope. ``GroupRun`` opens
-the context (judgements, query vectors, answers) once with a shared ``LegCache``; each arm then
-runs exactly as ``run_bench`` would run it alone, except that a leg request another arm already
-made is answered from the cache, and a cross-encoder call another arm already made from the
-context's score cache. The results files are the bytes the arm writes alone; runinfo.json (outside
+A group is arms whose legs one fetch serves under one run's settings: the same state, backend,
+query encoder, embedded text and scope, and (``legs_key``, harness.bench.config) the same fusion
+window, or on the embedded backend any window up to the group's deepest, whose legs every arm cuts
+at its own (``covers``: the embedded legs at a depth are the first hits of deeper ones).
+``GroupRun`` opens the context (judgements, query vectors, answers) once with a shared
+``LegCache``; the group's legs are fetched at its depth before the first arm that fuses over a
+shallower window runs; each arm then runs exactly as ``run_bench`` would run it alone, except that
+a leg request is answered from the cache, and a cross-encoder call another arm already made from
+the context's score cache. The results files are the bytes the arm writes alone; runinfo.json (outside
 the claim) says what was shared.
 
 ``fetch_legs`` fetches a group's legs and no more, for a process that publishes them for arms
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.bench.config import BenchConfig, legs_key
+from harness.bench.config import BenchConfig, covers, legs_key, prefix_legs
 from harness.bench.context import ArmContext, open_context
 from harness.bench.run import run_arm
 from harness.errors import UsageError
@@ -41,29 +44,37 @@ class GroupRun:
     """One opened context and its leg cache, and the arms run over it so far."""
 
     context: ArmContext
-    key: dict[str, str | int]
+    key: dict[str, str | int]  # the legs the group fetches: its arms' deepest (``covers`` each arm's own)
     open_seconds: float
     arms_run: int = 0
     prefetched: int = 0  # leg requests fetched by ``prefetch`` before any arm ran
+    group_legs: bool = False  # whether the legs of ``key`` have been fetched for every judged query
     query_vectors: str = "encoded"  # or "published": read from the published legs, not encoded here
     process: int = 0  # which of the processes the group's arms are spread over runs this copy (0: the first)
 
     @classmethod
     def open(cls, state: State, settings: BenchConfig, embedder: Embedder, *, opensearch_url: str = "",
-             pg_dsn: str = "", published: LegTable | None = None, score_cache: Path | None = None) -> GroupRun:
-        """``settings``: any arm of the group (its run-level settings are every arm's). ``published``:
-        legs fetched by another process; a request of theirs they lack is refused, never fetched. When
-        they carry the query vectors, the queries are not encoded: their vectors are read from them.
-        ``score_cache``: the cross-encoder score cache's root (harness.retrieval.scorecache), or None."""
+             pg_dsn: str = "", published: LegTable | None = None, score_cache: Path | None = None,
+             key: dict[str, str | int] | None = None) -> GroupRun:
+        """``settings``: any arm of the group (its run-level settings are every arm's). ``key``: the
+        legs key the group fetches (harness.bench.config.shared_legs_key of its arms; default the
+        ``settings`` arm's own). ``published``: legs fetched by another process, which must cover
+        the key; a request of theirs they lack is refused, never fetched. When they carry the query
+        vectors, the queries are not encoded: their vectors are read from them. ``score_cache``:
+        the cross-encoder score cache's root (harness.retrieval.scorecache), or None."""
         t0 = time.perf_counter()
-        key = config_legs_key(settings)
-        if published is not None and published.group.get("legs_key") != key:
-            raise UsageError(f"the shared legs ({published.describe()}) are for {published.group.get('legs_key')}, "
-                             f"not this group's {key}")
+        key = dict(key) if key is not None else config_legs_key(settings)
+        if published is not None:
+            theirs = published.group.get("legs_key")
+            if not isinstance(theirs, dict) or not covers(theirs, key, settings.backend):
+                raise UsageError(f"the shared legs ({published.describe()}) are for {theirs}, "
+                                 f"which do not serve this group's {key}")
+            key = theirs
         table = published if published is not None and published.vectors is not None else None
         read = (lambda judged: table.query_vectors([q.text for q in judged])) if table else None
+        legs = LegCache(published=published, prefix=prefix_legs(settings.backend))
         context = open_context(state, settings, embedder, opensearch_url=opensearch_url, pg_dsn=pg_dsn,
-                               legs=LegCache(published=published), vectors=read, score_cache=score_cache)
+                               legs=legs, vectors=read, score_cache=score_cache)
         return cls(context=context, key=key, open_seconds=round(time.perf_counter() - t0, 3),
                    query_vectors="published" if table else "encoded")
 
@@ -72,27 +83,39 @@ class GroupRun:
         what arms in processes forked after this read instead of fetching (``jobs.arm --processes``)."""
         cache = self.context.legs
         assert cache is not None
+        cache = self.context.legs
+        assert cache is not None
         before = cache.counts()["fetched"]
-        fetch_legs(self.context, settings, {})
+        self._fetch_group_legs(settings)
         self.context.answers()
         self.prefetched += cache.counts()["fetched"] - before
+
+    def _fetch_group_legs(self, settings: BenchConfig) -> None:
+        fetch_legs(self.context, settings, {}, key=self.key)
+        self.group_legs = True
 
     def run(self, config: BenchConfig, out: Path, compare: Path | None = None, *,
             position: int | None = None) -> dict[str, Any]:
         """Run one arm of the group and write its files to ``out``; ``position``: its place in the
         group (default: the arms run so far in this process)."""
-        if config_legs_key(config) != self.key:
-            raise UsageError(f"arm {config.control_name} fetches other legs ({config_legs_key(config)}) than "
+        own = config_legs_key(config)
+        if not covers(self.key, own, config.backend):
+            raise UsageError(f"arm {config.control_name} fetches other legs ({own}) than "
                              f"its group ({self.key}); run it in its own group")
         cache = self.context.legs
         assert cache is not None
         before = cache.counts()
         started = time.time()
+        if own != self.key and cache.published is None and not self.group_legs:
+            # an arm over a shallower window: fetch the group's legs at its (deepest) window first,
+            # which this arm and every other cut at their own, instead of fetching at this one's
+            self._fetch_group_legs(config)
         place = self.arms_run if position is None else position
 
         def legs_info() -> dict[str, Any]:
             now = cache.counts()
-            return {"group": dict(self.key), "position": place, "context_seconds": self.open_seconds,
+            return {"group": dict(self.key), "window": own["fusion_window"], "position": place,
+                    "context_seconds": self.open_seconds,
                     "fetched": now["fetched"] - before["fetched"], "reused": now["reused"] - before["reused"],
                     "published": now["published"], "prefetched": self.prefetched,
                     "process": self.process, "query_vectors": self.query_vectors}
@@ -102,14 +125,18 @@ class GroupRun:
         return metrics
 
 
-def fetch_legs(context: ArmContext, config: BenchConfig, group: dict[str, Any]) -> LegTable:
-    """Fetch the legs every arm of ``config``'s group asks for (one request per judged query) and
-    return them as a table; ``group`` is what they are true of (state, encoder, the legs key)."""
-    cache = context.legs if context.legs is not None else LegCache()
+def fetch_legs(context: ArmContext, config: BenchConfig, group: dict[str, Any], *,
+               key: dict[str, str | int] | None = None) -> LegTable:
+    """Fetch the legs of the legs key ``key`` (default ``config``'s own), one request per judged query,
+    and return them as a table; ``group`` is what they are true of (state, encoder; the key is added)."""
+    key = dict(key) if key is not None else config_legs_key(config)
+    if not covers(key, config_legs_key(config), config.backend):
+        raise UsageError(f"legs key {key} does not serve arm {config.control_name} ({config_legs_key(config)})")
+    cache = context.legs if context.legs is not None else LegCache(prefix=prefix_legs(config.backend))
     retriever = HybridRetriever(context.state.index, config.arm.embedding_text, config.fusion, cache=cache)
-    depth = int(config_legs_key(config)["fusion_window"])
+    depth = int(key["fusion_window"])
     for i, query in enumerate(context.judged):
         scope = list(query.gold_files) if config.arm.scope == "gold-files" else None
         retriever.legs(query.text, context.vectors[i], depth, file_uuids=scope)
     shape = leg_request("", depth, config.arm.embedding_text)
-    return cache.table(shape, {**group, "legs_key": config_legs_key(config)})
+    return cache.table(shape, {**group, "legs_key": key})

@@ -87,6 +87,9 @@ class BenchStage:
     needs_reranker: bool = False
     # (key in metrics.json's extra block, what writes it from the outcomes)
     extra: tuple[str, Summarise] | None = None
+    # whether an arm of this stage fetches nothing once its group's legs are fetched and never runs a
+    # model, so it can run in a process forked after them (jobs.arm --processes): torch is not used after a fork
+    fork_safe: bool = False
 
     @property
     def normalisation(self) -> Literal["retrieve", "rerank"]:
@@ -137,8 +140,8 @@ def _route(run: QueryRun, i: int) -> QueryOutcome:
 
 # The registry: stage name -> what it does. Its order is the order --stage lists them.
 STAGES: dict[str, BenchStage] = {
-    "retrieve": BenchStage("retrieve", _retrieve),
+    "retrieve": BenchStage("retrieve", _retrieve, fork_safe=True),
     "rerank": BenchStage("rerank", _rerank, pooled=True, needs_reranker=True),
-    "diversify": BenchStage("diversify", _diversify, pooled=True),
+    "diversify": BenchStage("diversify", _diversify, pooled=True, fork_safe=True),
     "route": BenchStage("route", _route, extra=("digest_leg", digest_summary)),
 }

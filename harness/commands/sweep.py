@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     ran = [o for o in report.outcomes if o.status == "published"]
     print(f"sweep {sweep_id}: {len(ran)} run, {sum(o.status == 'skipped' for o in report.outcomes)} skipped, "
           f"{len(report.failed)} failed; wall {report.wall_seconds:.1f}s, sum of process times "
-          f"{process_seconds(ran):.1f}s on {args.workers} workers")
+          f"{process_seconds(ran, report.legs_seconds):.1f}s on {args.workers} workers")
     for outcome in report.failed:
         print(f"  failed: {outcome.arm.name}: {outcome.message}", file=sys.stderr)
     _print_comparison(args.out, key)

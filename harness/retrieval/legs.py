@@ -9,11 +9,15 @@ arm fuses them its own way: the fusion arms of a sweep differ only in that.
 ``LegTable`` is the same legs written to a file (``legs.json``), for arms in other processes
 (a Kubernetes Job each): a cache that starts from a table serves the table's requests from it,
 and a request of the table's shape (its depth, plane and embedded text) that the table lacks is
-refused, never fetched again behind the caller's back. Scores travel as JSON numbers, which
-read back as the same doubles, so an arm fusing a table's legs writes the same bytes as one
-that fetched them. A table may also carry the group's query vectors (float32 bytes, base64, by
-query text; the encoder is batch-independent, so a text's vector is the text's alone): an arm
-reading it then neither loads the model nor encodes a query (``TableEncoder``).
+refused, never fetched again behind the caller's back. On a backend whose legs at depth d are the
+first d of any deeper legs (``prefix``: the embedded backend, harness.bench.config.prefix_legs), a
+request is also answered from legs held for the same request at a greater depth, cut at its own:
+arms fusing over different windows of one text and scope share the deepest window's legs.
+Scores travel as JSON numbers, which read back as the same doubles, so an arm fusing a table's
+legs writes the same bytes as one that fetched them. A table may also carry the group's query
+vectors (float32 bytes, base64, by query text; the encoder is batch-independent, so a text's
+vector is the text's alone): an arm reading it then neither loads the model nor encodes a query
+(``TableEncoder``).
 """
 
 from __future__ import annotations
@@ -51,6 +55,16 @@ class LegRequest:
     def shape(self) -> tuple[int, str, str, str | None]:
         return self.depth, self.doc_type, self.embedding_text, self.speaker
 
+    @property
+    def at_any_depth(self) -> tuple[str, str, str, tuple[str, ...] | None, str | None]:
+        """The request but its depth: requests equal in this differ only in how deep they go."""
+        return self.text, self.doc_type, self.embedding_text, self.file_uuids, self.speaker
+
+
+def cut(legs: Legs, depth: int) -> Legs:
+    """The first ``depth`` hits of each leg."""
+    return legs[0][:depth], legs[1][:depth]
+
 
 @dataclass
 class LegCache:
@@ -58,34 +72,61 @@ class LegCache:
 
     ``published``: legs another process fetched (``LegTable``). A request of its shape that it
     lacks raises IntegrityError; requests of another shape (the route stage's digest leg) are
-    fetched and kept here like any other.
+    fetched and kept here like any other. ``prefix``: the backend's legs at a depth are the first
+    hits of any deeper legs, so a request is answered by cutting the deepest legs held for it.
     """
 
     published: LegTable | None = None
+    prefix: bool = False
     fetched: int = 0  # requests fetched from the backend
-    reused: int = 0  # requests answered from what was already here
+    reused: int = 0  # requests answered from what was already here (cut from deeper legs, with prefix)
     _legs: dict[LegRequest, Legs] = field(default_factory=dict, repr=False)
+    _deepest: dict[tuple[Any, ...], LegRequest] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         if self.published is not None:
-            self._legs.update(self.published.legs())
+            for request, legs in self.published.legs().items():
+                self._keep(request, legs)
+
+    def _keep(self, request: LegRequest, legs: Legs) -> Legs:
+        kept = self._legs.setdefault(request, legs)
+        deepest = self._deepest.get(request.at_any_depth)
+        if deepest is None or deepest.depth < request.depth:
+            self._deepest[request.at_any_depth] = request
+        return kept
+
+    def _held(self, request: LegRequest) -> Legs | None:
+        known = self._legs.get(request)
+        if known is not None or not self.prefix:
+            return known
+        deeper = self._deepest.get(request.at_any_depth)
+        if deeper is None or deeper.depth < request.depth:
+            return None
+        return cut(self._legs[deeper], request.depth)
+
+    def _covered_by(self, table: LegTable, request: LegRequest) -> bool:
+        """Whether the table should hold ``request`` (it was fetched for every query of its shape)."""
+        if self.prefix:
+            return request.shape[1:] == table.shape[1:] and request.depth <= table.depth
+        return request.shape == table.shape
 
     def legs(self, request: LegRequest, fetch: Callable[[], Legs]) -> Legs:
         with self._lock:
-            known = self._legs.get(request)
+            known = self._held(request)
             if known is not None:
                 self.reused += 1
                 return known
-        if self.published is not None and request.shape == self.published.shape:
+        table = self.published
+        if table is not None and self._covered_by(table, request):
             raise IntegrityError(
-                f"the shared legs ({self.published.describe()}) hold no legs for the query {request.text!r} "
+                f"the shared legs ({table.describe()}) hold no legs for the query {request.text!r} "
                 f"(scope {request.file_uuids}); they were fetched for another query set or state. Rerun the "
                 "sweep so its legs are fetched again (the arm never fetches them behind the table's back)")
         legs = fetch()
         with self._lock:
             self.fetched += 1
-            return self._legs.setdefault(request, legs)
+            return self._keep(request, legs)
 
     def table(self, shape_of: LegRequest, group: Mapping[str, Any]) -> LegTable:
         """Every request of ``shape_of``'s shape held here, as a table to publish."""

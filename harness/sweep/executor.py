@@ -2,9 +2,13 @@
 
 ``local``: a pool of ``jobs.arm`` subprocesses (``--workers``, default the core count)
 over one shared, read-only corpus state — the index is built once per state, never per
-arm. Arms that share legs (harness.sweep.legs) run as one group in one process, which opens
-the state, encodes the queries and fetches the legs once and then fuses, scores and publishes
-each arm (``share_legs=False``: one process per arm, as before). Each arm publishes its
+arm. Arms that share legs (harness.sweep.legs) run as one group, whose legs are fetched once:
+a group of retrieve and diversify arms in one process, which opens the state, encodes the
+queries and fetches the legs once, then forks a process per idle worker and fuses, scores and
+publishes each arm; a group with rerank arms (the cross-encoder is not used after a fork) has
+its legs and query vectors fetched once by a ``jobs.legs`` process and published to the store,
+as on Kubernetes, and its arms spread over a process per worker that reads them
+(``share_legs=False``: one process per arm, as before). Each arm publishes its
 artefacts (or a failure marker) to the artefact store;
 failures are collected and reported without stopping the other arms. A rerun skips
 every arm whose complete artefact set matches its config hash, so killing a sweep and
@@ -38,7 +42,7 @@ from harness.sweep.catalogue import (
     config_hash,
     select_arms,
 )
-from harness.sweep.legs import ArmGroup, group_arms
+from harness.sweep.legs import ArmGroup, group_arms, group_id, legs_store_key
 from harness.sweep.manifest import emit_manifest, load_manifest, parse_manifest
 from harness.sweep.storage import is_complete, read_failure
 
@@ -102,9 +106,10 @@ class ArmOutcome:
     group_size: int = 1  # arms in the process that ran it
 
 
-def process_seconds(outcomes: Sequence[ArmOutcome]) -> float:
-    """The sum of the processes' times (a group's time counted once, not once per arm)."""
-    return sum(o.seconds / o.group_size for o in outcomes)
+def process_seconds(outcomes: Sequence[ArmOutcome], legs_seconds: float = 0.0) -> float:
+    """The sum of the processes' times (a group's time counted once, not once per arm), with the
+    seconds of the processes that published legs (``legs_seconds``)."""
+    return sum(o.seconds / o.group_size for o in outcomes) + legs_seconds
 
 
 @dataclass
@@ -112,10 +117,22 @@ class SweepReport:
     sweep_id: str
     outcomes: list[ArmOutcome] = field(default_factory=list)
     wall_seconds: float = 0.0
+    legs_seconds: float = 0.0  # the jobs.legs processes' (they publish no arm)
 
     @property
     def failed(self) -> list[ArmOutcome]:
         return [o for o in self.outcomes if o.status == "failed"]
+
+
+@dataclass(frozen=True)
+class _Task:
+    """One process of a sweep: the arms it runs (none for a jobs.legs process), and the legs
+    process whose published legs it reads, which must have succeeded before it starts."""
+
+    name: str
+    arms: tuple[Arm, ...]
+    command: list[str]
+    after: str | None = None
 
 
 class Executor(Protocol):
@@ -137,20 +154,49 @@ class LocalExecutor:
     # the cross-encoder score cache every group process shares (harness.retrieval.scorecache); None: none
     rerank_cache: Path | None = None
 
-    def _command(self, group: ArmGroup, sweep_id: str, processes: int = 1) -> list[str]:
-        specs = [arm.model_dump(exclude_none=True) for arm in group.arms]
-        command = [sys.executable, "-m", "jobs.arm", "--state", str(self.state), "--store", self.store_spec,
-                   "--sweep-id", sweep_id, "--arm-json", json.dumps(specs if group.shared else specs[0]),
-                   "--workers", str(self.arm_workers), "--backend", self.backend]
-        if group.shared and processes > 1:
+    def _common(self, module: str, arms: Sequence[Arm], sweep_id: str) -> list[str]:
+        specs = [arm.model_dump(exclude_none=True) for arm in arms]
+        command = [sys.executable, "-m", module, "--state", str(self.state), "--store", self.store_spec,
+                   "--sweep-id", sweep_id, "--arm-json", json.dumps(specs if len(specs) > 1 else specs[0]),
+                   "--backend", self.backend]
+        if self.s3_endpoint:
+            command += ["--s3-endpoint", self.s3_endpoint]
+        return command
+
+    def _command(self, arms: Sequence[Arm], sweep_id: str, processes: int = 1, legs: str | None = None) -> list[str]:
+        command = [*self._common("jobs.arm", arms, sweep_id), "--workers", str(self.arm_workers)]
+        if len(arms) > 1 and processes > 1:
             command += ["--processes", str(processes)]
+        if legs is not None:
+            command += ["--legs", legs]
         if self.reranker:
             command += ["--reranker", str(self.reranker)]
         # the processes run from the checkout (cwd=ROOT): a relative cache is the caller's, made absolute
         command += ["--rerank-cache", str(self.rerank_cache.resolve()) if self.rerank_cache else "none"]
-        if self.s3_endpoint:
-            command += ["--s3-endpoint", self.s3_endpoint]
         return command
+
+    def _tasks(self, group: ArmGroup, sweep_id: str, spread: int, store: ArtefactStore) -> list[_Task]:
+        """The processes that run ``group``: one, forking ``spread`` ways once its legs are fetched
+        when its arms may fork; else, for a group with arms that run the cross-encoder and more than
+        one worker, a jobs.legs process that publishes its legs (unless a rerun finds them already
+        published) and up to ``workers`` processes that read them, every one the group's n-th arms."""
+        from harness.bench.stages import STAGES
+
+        fork_safe = all(STAGES[arm.arm_config.stage].fork_safe for arm in group.arms)
+        if not group.shared or fork_safe or min(self.workers, len(group.arms)) < 2:
+            return [_Task(group.name, group.arms, self._command(group.arms, sweep_id, spread if group.shared else 1))]
+        assert group.key is not None
+        key = legs_store_key(sweep_id, group_id(legs_identity(self.state, self.backend), group.key))
+        tasks: list[_Task] = []
+        after = None
+        if not store.exists(key):
+            after = f"{group.name} legs"
+            tasks.append(_Task(after, (), [*self._common("jobs.legs", group.arms, sweep_id), "--legs", key]))
+        parts = min(self.workers, len(group.arms))
+        for k in range(parts):
+            arms = group.arms[k::parts]
+            tasks.append(_Task(f"{group.name} {k + 1}/{parts}", arms, self._command(arms, sweep_id, legs=key), after))
+        return tasks
 
     def _say(self, text: str) -> None:
         # Progress, not results: the CLI shows harness INFO records on stderr (harness.cli).
@@ -181,44 +227,64 @@ class LocalExecutor:
         digest_of = {arm.name: digest for arm, digest in zip(arms, digests, strict=True)}
         groups = group_arms(pending, self.backend, share=self.share_legs)
         # Fewer groups than workers: a group spreads its arms over the idle workers once its legs are
-        # fetched (jobs.arm --processes), so a one-family sweep does not leave cores idle.
+        # fetched (jobs.arm --processes, or processes reading its published legs), so a one-family
+        # sweep does not leave cores idle.
         spread = max(1, self.workers // max(1, len(groups)))
+        queue = [task for group in groups for task in self._tasks(group, sweep_id, spread, store)]
+        legs_tasks = sum(not task.arms for task in queue)
         self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - len(pending)} already complete, "
-                  f"{len(pending)} to run in {len(groups)} groups on "
-                  f"{min(self.workers, max(1, len(groups)))} workers"
+                  f"{len(pending)} to run in {len(groups)} groups, {len(queue)} processes "
+                  f"({legs_tasks} publishing legs) on {min(self.workers, max(1, len(queue)))} workers"
                   + (f", each group's arms over up to {spread} processes" if spread > 1 else ""))
-        running: dict[str, tuple[ArmGroup, subprocess.Popen[bytes], float, Path]] = {}
+        running: dict[str, tuple[_Task, subprocess.Popen[bytes], float, Path]] = {}
+        finished: dict[str, str] = {}  # legs task -> "" when it succeeded, else why not
         logs = Path(tempfile.gettempdir())
-        queue = list(groups)
         done = 0
+
+        def record(task: _Task, outcomes: list[ArmOutcome]) -> None:
+            nonlocal done
+            for outcome in outcomes:
+                done += 1
+                report.outcomes.append(outcome)
+                shared = f" (one process for {len(task.arms)} arms)" if len(task.arms) > 1 else ""
+                if outcome.status == "published":
+                    self._say(f"  [{done}/{len(pending)}] {outcome.arm.name} ok in {outcome.seconds:.1f}s{shared}")
+                else:
+                    self._say(f"  [{done}/{len(pending)}] {outcome.arm.name} FAILED ({outcome.message})")
+
         while queue or running:
-            while queue and len(running) < self.workers:
-                group = queue.pop(0)
-                log = logs / f"ragsweep-{sweep_id}-{group.arms[0].name}.log"
+            for task in list(queue):
+                if len(running) >= self.workers:
+                    break
+                if task.after is not None and task.after not in finished:
+                    continue  # its legs are still being fetched
+                queue.remove(task)
+                if task.after is not None and finished[task.after]:
+                    record(task, [ArmOutcome(arm, "failed", 0.0, finished[task.after], len(task.arms))
+                                  for arm in task.arms])
+                    continue
+                safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in task.name)
+                log = logs / f"ragsweep-{sweep_id}-{safe}.log"
                 with log.open("wb") as fh:
-                    # The group inherits this process's environment; under `python -m` the working
+                    # The process inherits this process's environment; under `python -m` the working
                     # directory leads sys.path, so cwd=ROOT imports jobs and harness from this checkout.
-                    proc = subprocess.Popen(self._command(group, sweep_id, spread), stdout=fh,
-                                            stderr=subprocess.STDOUT, cwd=ROOT)
-                running[group.name] = (group, proc, time.perf_counter(), log)
+                    proc = subprocess.Popen(task.command, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
+                running[task.name] = (task, proc, time.perf_counter(), log)
             time.sleep(0.2)
             for name in list(running):
-                group, proc, t0, log = running[name]
+                task, proc, t0, log = running[name]
                 code = proc.poll()
                 if code is None:
                     continue
                 del running[name]
                 seconds = time.perf_counter() - t0
-                for arm in group.arms:
-                    done += 1
-                    outcome = self._outcome(store, sweep_id, arm, digest_of[arm.name], code, log, seconds,
-                                            len(group.arms))
-                    report.outcomes.append(outcome)
-                    shared = f" (one process for {len(group.arms)} arms)" if len(group.arms) > 1 else ""
-                    if outcome.status == "published":
-                        self._say(f"  [{done}/{len(pending)}] {arm.name} ok in {seconds:.1f}s{shared}")
-                    else:
-                        self._say(f"  [{done}/{len(pending)}] {arm.name} FAILED ({outcome.message}); log {log}")
+                if not task.arms:
+                    report.legs_seconds += seconds
+                    finished[name] = "" if code == 0 else f"{name}: exit {code}: {_last_line(log)}; log {log}"
+                    self._say(f"  {name}: {'published' if code == 0 else 'FAILED'} in {seconds:.1f}s")
+                    continue
+                record(task, [self._outcome(store, sweep_id, arm, digest_of[arm.name], code, log, seconds,
+                                            len(task.arms)) for arm in task.arms])
         report.wall_seconds = time.perf_counter() - started
         return report
 
@@ -233,8 +299,11 @@ class LocalExecutor:
             failure = read_failure(store, sweep_id, arm)
             if failure is not None and failure.get("config_hash") == digest:
                 return ArmOutcome(arm, "failed", seconds, f"exit {code}: {failure['error']}", group_size)
-        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["?"]
-        return ArmOutcome(arm, "failed", seconds, f"exit {code}: {tail[0]}", group_size)
+        return ArmOutcome(arm, "failed", seconds, f"exit {code}: {_last_line(log)}; log {log}", group_size)
+
+
+def _last_line(log: Path) -> str:
+    return (log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["?"])[0]
 
 
 def catalogue_key(sweep_id: str) -> str:

@@ -1,10 +1,11 @@
 """Which arms of a sweep share legs, and where a group's shared legs are kept in the store.
 
-Arms of one sweep run on one state, backend and query encoder; among them, those with equal
-``legs_key`` (embedded text, fusion window, scope: harness.bench.config) fetch equal legs and
-form a group. On the embedded backend a group's legs are fetched once; on the stack with
-server-side fusion the legs never leave OpenSearch (the pipeline fuses them), so each arm is a
-group of its own and runs as it always did.
+Arms of one sweep run on one state, backend and query encoder; on the embedded backend, those
+whose ``legs_key`` (embedded text, fusion window, scope: harness.bench.config) has the same
+embedded text and scope form a group, whose legs are fetched once at the deepest of its arms'
+fusion windows and cut by each arm at its own (the embedded legs at a depth are the first hits of
+deeper ones: ``prefix_legs``). On the stack with server-side fusion the legs never leave
+OpenSearch (the pipeline fuses them), so each arm is a group of its own and runs as it always did.
 
 A group's legs, when published for arms in other processes (a Kubernetes Job each), are
 ``sweeps/<sweep_id>/legs/<group id>/legs.json``; the group id is a hash of the state identity
@@ -17,7 +18,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.bench.config import legs_key
+from harness.bench.config import legs_key, prefix_legs, shared_legs_key
 from harness.inputfiles import parse_json_input, validate_input
 from harness.objectstore import ArtefactStore
 from harness.retrieval.legs import LegTable
@@ -29,7 +30,8 @@ GROUP_SCHEMA = "ragsweep.legs-group/1"
 
 @dataclass(frozen=True)
 class ArmGroup:
-    """Arms that fetch the same legs, in catalogue order; ``key`` is their legs key (None: not shared)."""
+    """Arms that one fetch of legs serves, in catalogue order; ``key`` is the legs key fetched (the
+    deepest of theirs; None: not shared)."""
 
     arms: tuple[Arm, ...]
     key: dict[str, str | int] | None
@@ -55,13 +57,18 @@ def group_arms(arms: Sequence[Arm], backend: str, *, share: bool = True) -> list
     if not share or backend != "embedded":
         return [ArmGroup((arm,), None) for arm in arms]
     groups: dict[str, list[Arm]] = {}
-    keys: dict[str, dict[str, str | int]] = {}
     for arm in arms:
         key = arm_legs_key(arm)
-        text = canonical_json(key)
-        groups.setdefault(text, []).append(arm)
-        keys[text] = key
-    return [ArmGroup(tuple(members), keys[text]) for text, members in groups.items()]
+        if prefix_legs(backend):
+            key = {name: value for name, value in key.items() if name != "fusion_window"}
+        groups.setdefault(canonical_json(key), []).append(arm)
+    return [ArmGroup(tuple(members), group_legs_key(members, backend)) for members in groups.values()]
+
+
+def group_legs_key(arms: Sequence[Arm], backend: str) -> dict[str, str | int]:
+    """The legs key a group of arms fetches: the deepest of theirs (a UsageError if one fetch cannot
+    serve them all)."""
+    return shared_legs_key([arm_legs_key(arm) for arm in arms], backend)
 
 
 def group_id(state_identity: str, key: dict[str, str | int]) -> str:
