@@ -120,3 +120,16 @@ def test_sweep_run_shares_legs_unless_told_not_to() -> None:
     run = ["sweep", "run", "--state", "STATE"]
     assert build_parser().parse_args(run).share_legs is True
     assert build_parser().parse_args([*run, "--no-share-legs"]).share_legs is False
+
+
+def test_a_rerank_cache_given_to_the_kubernetes_executor_is_named_as_unused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each arm Job's scores stay on its pod: --rerank-cache does not reach the cluster, and says so."""
+    seen: list[object] = []
+    monkeypatch.setattr("harness.sweep.k8s.executor.run_from_args", lambda args, release: seen.append(args) or 0)
+    argv = ["sweep", "run", "--executor", "k8s", "--state", str(tmp_path), "--arms", "fusion"]
+    assert main([*argv, "--rerank-cache", str(tmp_path / "cache")]) == 0
+    note = capsys.readouterr().err
+    assert f"--rerank-cache {tmp_path / 'cache'} is this machine's score cache" in note and "for that pod only" in note
+    assert main(argv) == 0 and "rerank-cache" not in capsys.readouterr().err
+    assert len(seen) == 2

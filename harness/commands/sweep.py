@@ -119,6 +119,11 @@ def run(args: argparse.Namespace) -> int:
     if args.executor == "k8s":
         from harness.sweep.k8s.executor import run_from_args
 
+        if args.rerank_cache is not None:
+            print(f"note: --rerank-cache {args.rerank_cache} is this machine's score cache, used by the local "
+                  "executor; on Kubernetes each rerank arm Job keeps its scores on its pod's scratch volume "
+                  "(RAGSWEEP_RERANK_CACHE=/tmp/rerank-cache), for that pod only", file=sys.stderr)
+
         return run_from_args(args, _release())
     catalogue = catalogue_for(args.manifest)
     arms = select_arms(catalogue, args.arms)

@@ -150,7 +150,7 @@ class LocalExecutor:
     quiet: bool = False
     backend: str = "embedded"
     catalogue: Catalogue | None = None  # recorded in the store as sweeps/<id>/catalogue.json
-    share_legs: bool = True  # arms with one legs key run in one process (harness.sweep.legs)
+    share_legs: bool = True  # arms one fetch of legs serves share it (harness.sweep.legs)
     # the cross-encoder score cache every group process shares (harness.retrieval.scorecache); None: none
     rerank_cache: Path | None = None
 
