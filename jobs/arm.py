@@ -9,7 +9,8 @@ published to the artefact store.
 
 Every flag has an environment twin (RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID,
 RAGSWEEP_ARM, RAGSWEEP_RERANKER, RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS, RAGSWEEP_BACKEND,
-RAGSWEEP_LEGS, RAGSWEEP_EMBEDDING_BACKEND, RAGSWEEP_PROCESSES, RAGSWEEP_RERANK_CACHE), which is
+RAGSWEEP_LEGS, RAGSWEEP_EMBEDDING_BACKEND, RAGSWEEP_PROCESSES, RAGSWEEP_RERANK_CACHE,
+RAGSWEEP_RERANK_DEVICE), which is
 how a Job spec passes them. An arm whose complete artefact set for the same config hash is
 already in the store is skipped. A failure is
 published as failed.json (so the collector names it); the other arms of a group still run, and
@@ -46,6 +47,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     group_flags(p, env, "the arm spec {name, family, axis, config}, or a list of them that share legs",
                 "store key of the group's published legs.json: legs are read from it, never fetched")
     p.add_argument("--reranker", type=Path, default=env.reranker)
+    p.add_argument("--rerank-device", default=env.rerank_device, metavar="cpu|cuda|cuda:N",
+                   help="what runs the cross-encoder (default cpu; a Kubernetes rerank Job: cuda)")
     p.add_argument("--rerank-cache", default=env.rerank_cache, metavar="DIR|none",
                    help="the cross-encoder score cache, shared by every process and sweep on the machine "
                         "(default var/cache/rerank; none: scores kept in this process only)")
@@ -77,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             # The arm's config is bench's own configuration model: handed over as is, never turned back into argv.
             config = BenchConfig(arm=arm.arm_config, control_name=arm.name, workers=args.workers,
-                                 backend=args.backend, reranker=args.reranker)
+                                 backend=args.backend, reranker=args.reranker,
+                                 rerank_device=args.rerank_device)
         except BaseException as e:
             failures.append(_failed(store, args.sweep_id, arm, digest, e))
             continue

@@ -111,13 +111,14 @@ def test_placement_follows_the_stage(arm: Arm, gpu: bool) -> None:
         # the score cache on the scratch volume: the root filesystem is read-only
         scratch = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}["scratch"]
         assert env_of(container)["RAGSWEEP_RERANK_CACHE"]["value"].startswith(scratch + "/")
+        assert env_of(container)["RAGSWEEP_RERANK_DEVICE"]["value"] == "cuda"  # the GPU it asks for runs the model
         assert [c["name"] for c in pod["initContainers"]] == ["fetch-state", "fetch-reranker"]
     else:
         assert "nvidia.com/gpu" not in json.dumps(resources)
         assert pod["nodeSelector"] == {"ragsweep.io/pool": "cpu"}
         assert "tolerations" not in pod
         assert container["image"] == f"registry.example.com/ragsweep/ragsweep-cpu@{DIGEST}"
-        assert "RAGSWEEP_RERANKER" not in env_of(container) and "RAGSWEEP_RERANK_CACHE" not in env_of(container)
+        assert not {"RAGSWEEP_RERANKER", "RAGSWEEP_RERANK_CACHE", "RAGSWEEP_RERANK_DEVICE"} & set(env_of(container))
         assert [c["name"] for c in pod["initContainers"]] == ["fetch-state"]
 
 

@@ -72,6 +72,7 @@ class BenchConfig(BaseModel):
     arm: ArmConfig = ArmConfig()
     policy: RelevancePolicy = Field(default_factory=RelevancePolicy)
     reranker: Path | None = None
+    rerank_device: str = "cpu"  # cpu, cuda or cuda:N: what runs the cross-encoder (harness.retrieval.rerank)
     workers: int = 1
     corpora: tuple[str, ...] = ()
     answers: AnswerSettings = Field(default_factory=AnswerSettings)
@@ -88,6 +89,9 @@ class BenchConfig(BaseModel):
         self._fusion = self.arm.fusion_config()  # a bad fusion flag is refused first, as bench always did
         if self.workers < 1:
             raise UsageError("--workers must be at least 1")
+        from harness.retrieval.rerank import check_device
+
+        check_device(self.rerank_device)
         if self.bench_stage.needs_reranker and self.reranker is None:
             raise UsageError(f"--stage {self.arm.stage} needs --reranker DIR (cross-encoder weights; "
                              "see `ragsweep reranker`)")

@@ -130,7 +130,7 @@ class ArmContext:
 
     def reranker(self, path: Path) -> ScoreCache:
         if path not in self._rerankers:
-            reranker = CrossEncoderReranker(path)
+            reranker = CrossEncoderReranker(path, device=self.settings.rerank_device)
             refuse_untrained(reranker.provenance)
             store = StoredScores(self.score_cache, reranker.cache_key()) if self.score_cache else None
             self._rerankers[path] = ScoreCache(reranker, store)

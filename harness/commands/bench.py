@@ -15,6 +15,7 @@ def add_retrieval_flags(p: argparse.ArgumentParser) -> None:
     add_arm_flags(g)  # generated from harness.bench.arm.ArmConfig, the one arm configuration
     g.add_argument("--reranker", type=Path, default=None, help="cross-encoder directory for --stage rerank")
     add_rerank_cache_flag(g)
+    add_rerank_device_flag(g)
     r = p.add_argument_group("relevance policy")
     r.add_argument("--relevance-high", type=float, default=0.5)
     r.add_argument("--relevance-low", type=float, default=0.0)
@@ -26,6 +27,19 @@ def add_rerank_cache_flag(p: Any) -> None:
                    help="the cross-encoder score cache: a pair scored once on this machine is read, not scored, "
                         "by every later arm, process and sweep (same bytes; docs/sweeps.md). Default "
                         "RAGSWEEP_RERANK_CACHE, else var/cache/rerank; none: scores kept in the process only")
+
+
+def add_rerank_device_flag(p: Any) -> None:
+    p.add_argument("--rerank-device", default=None, metavar="cpu|cuda|cuda:N",
+                   help="what runs the cross-encoder (default RAGSWEEP_RERANK_DEVICE, else cpu); recorded in "
+                        "the results' reranker provenance and the score cache's key")
+
+
+def rerank_device_from_args(args: argparse.Namespace) -> str:
+    from harness.commands.settings import settings
+    from harness.retrieval.rerank import check_device
+
+    return check_device(getattr(args, "rerank_device", None) or settings().rerank_device)
 
 
 def rerank_cache_from_args(args: argparse.Namespace) -> Path | None:
@@ -102,7 +116,8 @@ def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
     return BenchConfig(
         arm=arm_config_from_args(args), control_name=control_name,
         policy=RelevancePolicy(high=args.relevance_high, low=args.relevance_low, binary=args.binary_relevance),
-        reranker=args.reranker, workers=getattr(args, "workers", 1), corpora=tuple(getattr(args, "corpus", ())),
+        reranker=args.reranker, rerank_device=rerank_device_from_args(args), workers=getattr(args, "workers", 1),
+        corpora=tuple(getattr(args, "corpus", ())),
         answers=answer_settings_from_args(args),
         backend=getattr(args, "backend", "embedded"), fusion_mode=getattr(args, "fusion_mode", None),
         knn_strategy=getattr(args, "knn", "exact"), settle_timeout=getattr(args, "settle_timeout", 120.0),

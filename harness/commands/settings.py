@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     onnx_cache: str = "var/cache/onnx"  # where the onnx backend keeps the model's local export
     # -- the machine's cross-encoder score cache (harness.retrieval.scorecache): a folder, or "none" --
     rerank_cache: str = "var/cache/rerank"
+    rerank_device: str = "cpu"  # what runs the cross-encoder: cpu, cuda or cuda:N (harness.retrieval.rerank)
     # -- what a Job is told (jobs/arm.py, jobs/collect.py) --------------------------------------
     state: Path | None = None
     store: str | None = None

@@ -8,7 +8,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.bench import add_rerank_cache_flag, rerank_cache_from_args
+from harness.commands.bench import (
+    add_rerank_cache_flag,
+    add_rerank_device_flag,
+    rerank_cache_from_args,
+    rerank_device_from_args,
+)
 from harness.model import BACKENDS
 
 if TYPE_CHECKING:
@@ -40,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="arms at once (default: core count)")
     r.add_argument("--reranker", type=Path, default=None, help="cross-encoder directory for rerank-stage arms")
     add_rerank_cache_flag(r)
+    add_rerank_device_flag(r)
     r.add_argument("--no-share-legs", dest="share_legs", action="store_false",
                    help="one process per arm, each fetching its own legs (default: arms whose legs are the same "
                         "run in one process that fetches them once; docs/sweeps.md)")
@@ -130,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
     sweep_id = _sweep_id(args)
     executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
                              s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
-                             share_legs=args.share_legs, rerank_cache=rerank_cache_from_args(args))
+                             share_legs=args.share_legs, rerank_cache=rerank_cache_from_args(args),
+                             rerank_device=rerank_device_from_args(args))
     report = executor.run(arms, sweep_id)
     key = collect_sweep(open_store(args.out, args.s3_endpoint), sweep_id, args.arms, args.manifest)
     ran = [o for o in report.outcomes if o.status == "published"]

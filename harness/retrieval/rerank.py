@@ -17,6 +17,7 @@ Missing weights raise; nothing silently no-ops. ``trust_remote_code`` is refused
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,14 @@ def refuse_untrained(provenance: dict[str, Any]) -> None:
 
 # How CrossEncoderReranker scores, recorded in its provenance: results made another way differ in last bits.
 PAIR_SCORING = "one (query, passage) pair per forward pass: a pair's score depends on the model and the pair alone"
+_DEVICE = re.compile(r"cpu|cuda(:[0-9]+)?")
+
+
+def check_device(device: str) -> str:
+    """``cpu``, ``cuda`` or ``cuda:N`` (what --rerank-device and RAGSWEEP_RERANK_DEVICE take)."""
+    if not _DEVICE.fullmatch(device):
+        raise UsageError(f"--rerank-device {device!r}: expected cpu, cuda or cuda:N")
+    return device
 
 
 @dataclass
@@ -69,20 +78,27 @@ class CrossEncoderReranker:
     length and the batch's shape pick the kernels); scored alone it depends only on the weights and
     the pair, so a score can be cached per (reranker, query, passage) and reused by every arm whose
     candidates include the pair, with the bytes of an arm run alone (harness.bench.context.ScoreCache).
+
+    ``device``: ``cpu`` (the default) or a CUDA device. The same pair's score can differ in its last
+    bits between devices (other kernels), so the device is in the provenance results record (with
+    the GPU's name) and in the score cache's key; a CUDA device torch cannot see is refused.
     """
 
     path: Path
     allow_untrained: bool = False
+    device: str = "cpu"
     provenance: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
+        check_device(self.device)
         self.provenance = {**reranker_provenance(self.path), "scoring": PAIR_SCORING}
         if self.provenance["kind"] == "untrained head" and not self.allow_untrained:
             refuse_untrained(self.provenance)
+        self.provenance["device"] = _describe_device(self.device)
         _offline_env()
         from sentence_transformers import CrossEncoder
 
-        self._model: Any = CrossEncoder(str(self.path), device="cpu", trust_remote_code=False, num_labels=1)
+        self._model: Any = CrossEncoder(str(self.path), device=self.device, trust_remote_code=False, num_labels=1)
 
     def cache_key(self) -> dict[str, Any]:
         """What decides a pair's score besides the pair: the weights, the scoring rule, how the pair is
@@ -91,17 +107,35 @@ class CrossEncoderReranker:
         import torch
         import transformers
 
-        return {"weights_sha256": self.provenance["weights_sha256"], "scoring": PAIR_SCORING,
-                "max_seq_length": self._model.max_seq_length, "activation": repr(self._model.activation_fn),
-                "torch": torch.__version__, "transformers": transformers.__version__,
-                "sentence_transformers": sentence_transformers.__version__,
-                "cpu": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
+        key = {"weights_sha256": self.provenance["weights_sha256"], "scoring": PAIR_SCORING,
+               "max_seq_length": self._model.max_seq_length, "activation": repr(self._model.activation_fn),
+               "torch": torch.__version__, "transformers": transformers.__version__,
+               "sentence_transformers": sentence_transformers.__version__}
+        if self.device == "cpu":
+            return {**key, "cpu": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
+        # on a GPU the kernels are the card's and the CUDA libraries' (TF32 would change a float32 matmul's bits)
+        return {**key, "device": self.provenance["device"], "cuda": torch.version.cuda,
+                "cudnn": torch.backends.cudnn.version(), "tf32": torch.backends.cuda.matmul.allow_tf32}
 
     def score(self, query: str, passages: list[str]) -> list[float]:
         if not passages:
             return []
         return [float(self._model.predict([(query, p)], batch_size=1, show_progress_bar=False,
                                           convert_to_numpy=True)[0]) for p in passages]
+
+
+def _describe_device(device: str) -> str:
+    """``cpu``, or the CUDA device with the card's name; a CUDA device torch cannot see is refused."""
+    if device == "cpu":
+        return device
+    import torch
+
+    index = int(device.partition(":")[2] or 0)
+    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+        raise UsageError(f"--rerank-device {device}: torch {torch.__version__} (CUDA build {torch.version.cuda}) "
+                         f"sees {torch.cuda.device_count() if torch.cuda.is_available() else 'no'} CUDA devices "
+                         "here; use --rerank-device cpu (RAGSWEEP_RERANK_DEVICE)")
+    return f"{device} ({torch.cuda.get_device_name(index)})"
 
 
 def rerank_order(scores: list[float]) -> list[int]:

@@ -153,6 +153,7 @@ class LocalExecutor:
     share_legs: bool = True  # arms one fetch of legs serves share it (harness.sweep.legs)
     # the cross-encoder score cache every group process shares (harness.retrieval.scorecache); None: none
     rerank_cache: Path | None = None
+    rerank_device: str = "cpu"  # what runs the cross-encoder in every group process (harness.retrieval.rerank)
 
     def _common(self, module: str, arms: Sequence[Arm], sweep_id: str) -> list[str]:
         specs = [arm.model_dump(exclude_none=True) for arm in arms]
@@ -170,7 +171,7 @@ class LocalExecutor:
         if legs is not None:
             command += ["--legs", legs]
         if self.reranker:
-            command += ["--reranker", str(self.reranker)]
+            command += ["--reranker", str(self.reranker), "--rerank-device", self.rerank_device]
         # the processes run from the checkout (cwd=ROOT): a relative cache is the caller's, made absolute
         command += ["--rerank-cache", str(self.rerank_cache.resolve()) if self.rerank_cache else "none"]
         return command

@@ -160,6 +160,8 @@ def arm_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str,
         # the root filesystem is read-only: the cross-encoder score cache lives on the pod's scratch
         # volume, so it lasts one pod (docs/sweeps.md, "The machine's score cache")
         env.append(_env("RAGSWEEP_RERANK_CACHE", RERANK_CACHE))
+        # the Job asks for the GPU resource (gpu.resource_name): the cross-encoder runs on it
+        env.append(_env("RAGSWEEP_RERANK_DEVICE", "cuda"))
     env.append(_env("RAGSWEEP_WORKERS", str(settings.workers)))
     env.append(_env("RAGSWEEP_BACKEND", settings.backend))
     if legs is not None:
