@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.sweep.catalogue import CATALOGUE
-from harness.sweep.executor import LocalExecutor
+from harness.sweep.executor import LocalExecutor, open_store
 from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES
 from tests.fixture_state import qmsum_fixture_state
 
@@ -134,3 +134,28 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
         assert info["none"]["cache"] is None and info["none"]["from_cache"] == 0, info
         checked += info["warm"]["checked"]
     assert checked == 2  # the first pair each process read, scored again
+
+
+def test_a_group_whose_legs_process_fails_fails_its_arms_naming_it(state: Path, tmp_path: Path) -> None:
+    """The legs cannot be published (a file stands where the sweep's legs folder goes): jobs.legs exits
+    non-zero, and the group's arms are not run but failed, in the report and in the store, naming it."""
+    from harness.sweep.storage import read_failure
+
+    pool = CATALOGUE.family("pool")
+    arms = [pool.arm(name) for name in ("pool-12", "pool-96")]
+    store = tmp_path / "store"
+    (store / "sweeps" / "pool").mkdir(parents=True)
+    (store / "sweeps" / "pool" / "legs").write_text("not a folder\n")
+    reranker = tmp_path / "reranker"  # never loaded: the arms do not run (its provenance hashes the weights file)
+    reranker.mkdir()
+    (reranker / "config.json").write_text(json.dumps({"architectures": ["BertForSequenceClassification"]}))
+    (reranker / "model.safetensors").write_bytes(b"weights")
+    executor = LocalExecutor(state=state, store_spec=str(store), workers=2, quiet=True, reranker=reranker,
+                             rerank_cache=None)
+    report = executor.run(arms, "pool")
+    assert report.legs_seconds > 0 and [o.status for o in report.outcomes] == ["failed", "failed"]
+    for outcome in report.outcomes:
+        assert outcome.message.startswith("not run: its group's legs process failed: pool-12+1 legs: exit "), outcome
+        failure = read_failure(open_store(str(store)), "pool", outcome.arm)
+        assert failure is not None and failure["error"] == outcome.message
+        assert not (store / "sweeps" / "pool" / "pool" / outcome.arm.name / "complete.json").exists()

@@ -44,7 +44,7 @@ from harness.sweep.catalogue import (
 )
 from harness.sweep.legs import ArmGroup, group_arms, group_id, legs_store_key
 from harness.sweep.manifest import emit_manifest, load_manifest, parse_manifest
-from harness.sweep.storage import is_complete, read_failure
+from harness.sweep.storage import is_complete, publish_failure, read_failure
 
 log = logging.getLogger(__name__)
 
@@ -261,8 +261,10 @@ class LocalExecutor:
                     continue  # its legs are still being fetched
                 queue.remove(task)
                 if task.after is not None and finished[task.after]:
-                    record(task, [ArmOutcome(arm, "failed", 0.0, finished[task.after], len(task.arms))
-                                  for arm in task.arms])
+                    why = f"not run: its group's legs process failed: {finished[task.after]}"
+                    for arm in task.arms:  # named in the store, as an arm that failed is, for the collector
+                        publish_failure(store, sweep_id, arm, digest_of[arm.name], why)
+                    record(task, [ArmOutcome(arm, "failed", 0.0, why, len(task.arms)) for arm in task.arms])
                     continue
                 safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in task.name)
                 log = logs / f"ragsweep-{sweep_id}-{safe}.log"
