@@ -57,6 +57,29 @@ def timed(reranker, work: list[tuple[str, list[str]]]) -> tuple[list[list[float]
     return scores, time.perf_counter() - t
 
 
+def by_length(reranker, work: list[tuple[str, list[str]]], most: int) -> tuple[list[list[float]], float, int]:
+    """Every pair scored in a batch of pairs of its own token length (so nothing is padded), up to ``most``
+    a batch: the scores in ``work``'s shape, the seconds, and how many batches."""
+    model = reranker._model
+    where: dict[int, list[tuple[int, int]]] = {}
+    for i, (q, c) in enumerate(work):
+        for j, passage in enumerate(c):
+            n = len(model.tokenizer(q, passage, truncation=True, max_length=model.max_seq_length)["input_ids"])
+            where.setdefault(n, []).append((i, j))
+    out = [[0.0] * len(c) for _, c in work]
+    batches = 0
+    t = time.perf_counter()
+    for places in where.values():
+        for k in range(0, len(places), most):
+            chunk = places[k:k + most]
+            scores = model.predict([(work[i][0], work[i][1][j]) for i, j in chunk], batch_size=len(chunk),
+                                   show_progress_bar=False, convert_to_numpy=True)
+            for (i, j), score in zip(chunk, scores, strict=True):
+                out[i][j] = float(score)
+            batches += 1
+    return out, time.perf_counter() - t, batches
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pairs", type=Path, action="append", required=True)
@@ -69,6 +92,9 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=0,
                    help="also score each query's passages on the device in padded batches of this size, "
                         "and count the pairs whose score then differs from its own pass (default: not)")
+    p.add_argument("--buckets", type=int, default=0,
+                   help="also score on the device in batches of up to this many pairs of one token length (no "
+                        "padding), and count the pairs whose score then differs from its own pass (default: not)")
     args = p.parse_args()
     if (args.reranker is None) == (args.random_init is None):
         p.error("give one of --reranker DIR and --random-init TOKENIZER_DIR")
@@ -99,6 +125,8 @@ def main() -> int:
                                                                 show_progress_bar=False, convert_to_numpy=True)]
                        for q, c in work]
             batch_s = time.perf_counter() - t
+        if args.buckets:
+            bucketed, bucket_s, batches = by_length(device, work, args.buckets)
     flat_cpu = [s for scores in on_cpu for s in scores]
     flat_device = [s for scores in on_device for s in scores]
     diffs = [abs(a - b) for a, b in zip(flat_cpu, flat_device, strict=True)]
@@ -112,6 +140,11 @@ def main() -> int:
         gaps = [abs(a - b) for sa, sb in zip(on_device, batched, strict=True) for a, b in zip(sa, sb, strict=True)]
         print(f"{args.device}, batches of {args.batch:<4}   {pairs / batch_s:8.1f} pairs/s  ({batch_s:.2f} s); "
               f"{sum(g > 0 for g in gaps)} of {pairs} pairs differ from their own pass, max {max(gaps):.3e}")
+    if args.buckets:
+        gaps = [abs(a - b) for sa, sb in zip(on_device, bucketed, strict=True) for a, b in zip(sa, sb, strict=True)]
+        print(f"{args.device}, one length a batch (up to {args.buckets}, {batches} batches)  "
+              f"{pairs / bucket_s:8.1f} pairs/s  ({bucket_s:.2f} s); {sum(g > 0 for g in gaps)} of {pairs} pairs "
+              f"differ from their own pass, max {max(gaps):.3e}")
     print(f"device provenance        {device.provenance['device']}")
     print(f"score cache key          {json.dumps({k: v for k, v in key.items() if k != 'scoring'}, sort_keys=True)}")
     return 0 if moved == 0 else 1

@@ -83,8 +83,6 @@ class GroupRun:
         what arms in processes forked after this read instead of fetching (``jobs.arm --processes``)."""
         cache = self.context.legs
         assert cache is not None
-        cache = self.context.legs
-        assert cache is not None
         before = cache.counts()["fetched"]
         self._fetch_group_legs(settings)
         self.context.answers()
