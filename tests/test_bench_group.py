@@ -55,8 +55,8 @@ class FakeCrossEncoder:
 
     calls = 0
 
-    def __init__(self, path: Path) -> None:
-        self.provenance = {"kind": "trained", "weights_sha256": "0" * 64, "path_name": path.name}
+    def __init__(self, path: Path, device: str = "cpu") -> None:
+        self.provenance = {"kind": "trained", "weights_sha256": "0" * 64, "path_name": path.name, "device": device}
 
     def score(self, query: str, passages: list[str]) -> list[float]:
         FakeCrossEncoder.calls += 1
