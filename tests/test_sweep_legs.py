@@ -135,6 +135,19 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
         checked += info["warm"]["checked"]
     assert checked == 2  # the first pair each process read, scored again
 
+    # a resumed sweep whose deepest pending arm is the same finds the group's legs.json: no legs process
+    shas = {arm.name: _sha(tmp_path / "warm" / "sweeps" / "pool" / "pool" / arm.name / "run.trec") for arm in arms}
+    for name in ("pool-12", "pool-96"):
+        (tmp_path / "warm" / "sweeps" / "pool" / "pool" / name / "complete.json").unlink()
+    resumed = LocalExecutor(state=state, store_spec=str(tmp_path / "warm"), workers=2, quiet=True,
+                            reranker=reranker, rerank_cache=cache).run(arms, "pool")
+    assert [o.status for o in resumed.outcomes] == ["skipped", "published", "published"], resumed.outcomes
+    assert resumed.legs_seconds == 0
+    for name in ("pool-12", "pool-96"):
+        folder = tmp_path / "warm" / "sweeps" / "pool" / "pool" / name
+        assert _sha(folder / "run.trec") == shas[name]
+        assert json.loads((folder / "runinfo.json").read_text())["legs"]["query_vectors"] == "published"
+
 
 def test_a_group_whose_legs_process_fails_fails_its_arms_naming_it(state: Path, tmp_path: Path) -> None:
     """The legs cannot be published (a file stands where the sweep's legs folder goes): jobs.legs exits
