@@ -49,6 +49,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--reranker", type=Path, default=env.reranker)
     p.add_argument("--rerank-device", default=env.rerank_device, metavar="cpu|cuda|cuda:N",
                    help="what runs the cross-encoder (default cpu; a Kubernetes rerank Job: cuda)")
+    p.add_argument("--rerank-backend", default=env.rerank_backend, metavar="torch|onnx",
+                   help="the cross-encoder's runtime: torch (default), or onnx (onnxruntime, CPU only)")
     p.add_argument("--rerank-cache", default=env.rerank_cache, metavar="DIR|none",
                    help="the cross-encoder score cache, shared by every process and sweep on the machine "
                         "(default var/cache/rerank; none: scores kept in this process only)")
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     pending: list[tuple[Any, str, Any]] = []
     failures: list[int] = []
     for arm in arms:
-        digest = config_hash(arm, measurement_identity(args.state, arm, args.reranker, args.backend))
+        digest = config_hash(arm, measurement_identity(args.state, arm, args.reranker, args.backend, _scorer(args)))
         if is_complete(store, args.sweep_id, arm, digest):
             print(f"{arm.name}: complete for config {digest[:12]}, skipped")
             continue
@@ -81,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
             # The arm's config is bench's own configuration model: handed over as is, never turned back into argv.
             config = BenchConfig(arm=arm.arm_config, control_name=arm.name, workers=args.workers,
                                  backend=args.backend, reranker=args.reranker,
-                                 rerank_device=args.rerank_device)
+                                 rerank_device=args.rerank_device, rerank_backend=args.rerank_backend,
+                                 onnx_dir=Path(settings().onnx_cache))
         except BaseException as e:
             failures.append(_failed(store, args.sweep_id, arm, digest, e))
             continue
@@ -201,9 +204,15 @@ def _run_one(args: argparse.Namespace, store: Any, group: Any, arm: Any, digest:
     with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
         group.run(config, Path(tmp), position=position)
         files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in (*ARM_FILES, *ARM_EXTRA_FILES)}
-    identity = measurement_identity(args.state, arm, args.reranker, args.backend)
+    identity = measurement_identity(args.state, arm, args.reranker, args.backend, _scorer(args))
     publish_arm(store, args.sweep_id, arm, digest, files, state_identity=identity)
     print(f"{arm.name}: published ({digest[:12]})")
+
+
+def _scorer(args: argparse.Namespace) -> tuple[str, str]:
+    from harness.retrieval.rerank import check_scorer
+
+    return check_scorer(args.rerank_backend, args.rerank_device)
 
 
 def _failed(store: Any, sweep_id: str, arm: Any, digest: str, e: BaseException) -> int:

@@ -17,27 +17,12 @@ from harness.cli import main
 from harness.errors import UsageError
 from harness.retrieval.rerank import CrossEncoderReranker, check_device
 from harness.sweep.catalogue import CATALOGUE
-
-TEXT = ("what did the group decide about budget we agreed to cut marketing by ten percent remote control "
-        "needs a bigger button lunch is at noon")
-WORDS = tuple(TEXT.split())
+from tests.tiny_models import tiny_cross_encoder
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A two-layer BERT sequence classifier with seeded random weights and a vocabulary of WORDS."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
-
-    out = tmp_path_factory.mktemp("tiny-cross-encoder")
-    vocab = out / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(WORDS))]) + "\n")
-    BertTokenizer(str(vocab)).save_pretrained(out)
-    torch.manual_seed(7)
-    config = BertConfig(vocab_size=5 + len(set(WORDS)), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, num_labels=1)
-    BertForSequenceClassification(config).save_pretrained(out)
-    return out
+    return tiny_cross_encoder(tmp_path_factory.mktemp("tiny-cross-encoder"))
 
 
 def _cuda() -> bool:

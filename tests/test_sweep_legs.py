@@ -172,3 +172,33 @@ def test_a_group_whose_legs_process_fails_fails_its_arms_naming_it(state: Path, 
         failure = read_failure(open_store(str(store)), "pool", outcome.arm)
         assert failure is not None and failure["error"] == outcome.message
         assert not (store / "sweeps" / "pool" / "pool" / outcome.arm.name / "complete.json").exists()
+
+
+def test_an_onnx_rerank_sweep_is_a_measurement_of_its_own(state: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """pool-12 and pool-24 scored by onnxruntime (--rerank-backend onnx, a tiny seeded cross-encoder) on two
+    workers: a legs process, then two arm processes reading its legs, each exporting nothing the first
+    has exported, into RAGSWEEP_ONNX_CACHE. The results name the backend; asked again, the arms are
+    complete; the same arms scored by torch into the same store are not taken for them (another
+    config hash: run again, not skipped)."""
+    from tests.tiny_models import tiny_cross_encoder
+
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed (pip install 'ragsweep[onnx]')")
+    reranker = tiny_cross_encoder(tmp_path / "reranker")
+    monkeypatch.setenv("RAGSWEEP_ONNX_CACHE", str(tmp_path / "onnx"))  # the arm processes' export, not the checkout's
+    pool = CATALOGUE.family("pool")
+    arms = [pool.arm("pool-12"), pool.arm("pool-24")]
+    hashes = []
+    for backend, status in (("onnx", "published"), ("onnx", "skipped"), ("torch", "published")):
+        report = LocalExecutor(state=state, store_spec=str(tmp_path / "store"), workers=2, quiet=True,
+                               reranker=reranker, rerank_cache=tmp_path / "cache",
+                               rerank_backend=backend).run(arms, "pool")
+        assert [o.status for o in report.outcomes] == [status] * 2, report.outcomes
+        folder = tmp_path / "store" / "sweeps" / "pool" / "pool" / "pool-12"
+        hashes.append(json.loads((folder / "complete.json").read_text())["config_hash"])
+        provenance = json.loads((folder / "metrics.json").read_text())["retrieval"]["reranker"]
+        assert ("backend" in provenance) == (backend == "onnx"), provenance
+        if backend == "onnx" and status == "published":
+            assert report.legs_seconds > 0  # the arms read a legs process's table (no query encoder loaded)
+    assert hashes[0] == hashes[1] != hashes[2]
+    assert len(list((tmp_path / "onnx").glob("cross-encoder_sha256_*/model.onnx"))) == 1

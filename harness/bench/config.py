@@ -73,6 +73,8 @@ class BenchConfig(BaseModel):
     policy: RelevancePolicy = Field(default_factory=RelevancePolicy)
     reranker: Path | None = None
     rerank_device: str = "cpu"  # cpu, cuda or cuda:N: what runs the cross-encoder (harness.retrieval.rerank)
+    rerank_backend: str = "torch"  # torch, or onnx: onnxruntime on the CPU (harness.retrieval.rerank)
+    onnx_dir: Path | None = None  # where the onnx backend keeps its export (RAGSWEEP_ONNX_CACHE; None: var/cache/onnx)
     workers: int = 1
     corpora: tuple[str, ...] = ()
     answers: AnswerSettings = Field(default_factory=AnswerSettings)
@@ -89,9 +91,9 @@ class BenchConfig(BaseModel):
         self._fusion = self.arm.fusion_config()  # a bad fusion flag is refused first, as bench always did
         if self.workers < 1:
             raise UsageError("--workers must be at least 1")
-        from harness.retrieval.rerank import check_device
+        from harness.retrieval.rerank import check_scorer
 
-        check_device(self.rerank_device)
+        check_scorer(self.rerank_backend, self.rerank_device)
         if self.bench_stage.needs_reranker and self.reranker is None:
             raise UsageError(f"--stage {self.arm.stage} needs --reranker DIR (cross-encoder weights; "
                              "see `ragsweep reranker`)")

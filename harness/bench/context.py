@@ -130,7 +130,9 @@ class ArmContext:
 
     def reranker(self, path: Path) -> ScoreCache:
         if path not in self._rerankers:
-            reranker = CrossEncoderReranker(path, device=self.settings.rerank_device)
+            s = self.settings
+            reranker = CrossEncoderReranker(path, device=s.rerank_device, backend=s.rerank_backend,
+                                            onnx_dir=s.onnx_dir)
             refuse_untrained(reranker.provenance)
             store = StoredScores(self.score_cache, reranker.cache_key()) if self.score_cache else None
             self._rerankers[path] = ScoreCache(reranker, store)

@@ -33,13 +33,24 @@ def add_rerank_device_flag(p: Any) -> None:
     p.add_argument("--rerank-device", default=None, metavar="cpu|cuda|cuda:N",
                    help="what runs the cross-encoder (default RAGSWEEP_RERANK_DEVICE, else cpu); recorded in "
                         "the results' reranker provenance and the score cache's key")
+    p.add_argument("--rerank-backend", default=None, metavar="torch|onnx",
+                   help="the cross-encoder's runtime (default RAGSWEEP_RERANK_BACKEND, else torch): onnx runs it "
+                        "in onnxruntime on the CPU, exported locally; its scores differ from torch's in last bits, "
+                        "so it is in the provenance, the score cache's key and a sweep's config hash")
 
 
 def rerank_device_from_args(args: argparse.Namespace) -> str:
-    from harness.commands.settings import settings
-    from harness.retrieval.rerank import check_device
+    return rerank_scorer_from_args(args)[1]
 
-    return check_device(getattr(args, "rerank_device", None) or settings().rerank_device)
+
+def rerank_scorer_from_args(args: argparse.Namespace) -> tuple[str, str]:
+    """(--rerank-backend, --rerank-device), each defaulting to its RAGSWEEP_ variable, checked together."""
+    from harness.commands.settings import settings
+    from harness.retrieval.rerank import check_scorer
+
+    env = settings()
+    return check_scorer(getattr(args, "rerank_backend", None) or env.rerank_backend,
+                        getattr(args, "rerank_device", None) or env.rerank_device)
 
 
 def rerank_cache_from_args(args: argparse.Namespace) -> Path | None:
@@ -111,12 +122,15 @@ def answer_settings_from_args(args: argparse.Namespace) -> Any:
 def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
     from harness.bench.arm import arm_config_from_args
     from harness.bench.config import BenchConfig
+    from harness.commands.settings import settings
     from harness.judge.policy import RelevancePolicy
 
     return BenchConfig(
         arm=arm_config_from_args(args), control_name=control_name,
         policy=RelevancePolicy(high=args.relevance_high, low=args.relevance_low, binary=args.binary_relevance),
-        reranker=args.reranker, rerank_device=rerank_device_from_args(args), workers=getattr(args, "workers", 1),
+        reranker=args.reranker, rerank_backend=rerank_scorer_from_args(args)[0],
+        rerank_device=rerank_device_from_args(args), onnx_dir=Path(settings().onnx_cache),
+        workers=getattr(args, "workers", 1),
         corpora=tuple(getattr(args, "corpus", ())),
         answers=answer_settings_from_args(args),
         backend=getattr(args, "backend", "embedded"), fusion_mode=getattr(args, "fusion_mode", None),

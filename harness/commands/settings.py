@@ -35,6 +35,7 @@ class Settings(BaseSettings):
     # -- the machine's cross-encoder score cache (harness.retrieval.scorecache): a folder, or "none" --
     rerank_cache: str = "var/cache/rerank"
     rerank_device: str = "cpu"  # what runs the cross-encoder: cpu, cuda or cuda:N (harness.retrieval.rerank)
+    rerank_backend: str = "torch"  # the cross-encoder's runtime: torch, or onnx (onnxruntime on the CPU)
     # -- what a Job is told (jobs/arm.py, jobs/collect.py) --------------------------------------
     state: Path | None = None
     store: str | None = None

@@ -13,6 +13,7 @@ from harness.commands.bench import (
     add_rerank_device_flag,
     rerank_cache_from_args,
     rerank_device_from_args,
+    rerank_scorer_from_args,
 )
 from harness.model import BACKENDS
 
@@ -117,7 +118,7 @@ def _release() -> Release:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.errors import EXIT_PARTIAL
+    from harness.errors import EXIT_PARTIAL, UsageError
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import LocalExecutor, catalogue_for, collect_sweep, open_store, process_seconds
 
@@ -125,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
     if args.executor == "k8s":
         from harness.sweep.k8s.executor import run_from_args
 
+        if args.rerank_backend == "onnx":
+            raise UsageError("--rerank-backend onnx: on Kubernetes a rerank arm's Job runs torch on the GPU it asks "
+                             "for (the worker image has no onnxruntime); drop the flag, or run --executor local")
         if args.rerank_cache is not None:
             print(f"note: --rerank-cache {args.rerank_cache} is this machine's score cache, used by the local "
                   "executor; on Kubernetes each rerank arm Job keeps its scores on its pod's scratch volume "
@@ -137,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
     executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
                              s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
                              share_legs=args.share_legs, rerank_cache=rerank_cache_from_args(args),
+                             rerank_backend=rerank_scorer_from_args(args)[0],
                              rerank_device=rerank_device_from_args(args))
     report = executor.run(arms, sweep_id)
     key = collect_sweep(open_store(args.out, args.s3_endpoint), sweep_id, args.arms, args.manifest)

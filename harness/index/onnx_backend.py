@@ -14,6 +14,9 @@ provider with fixed, recorded thread settings; all of it is in the embedder's ``
 so the embedding cache keys on it, and the identity gains ``+onnx-<onnxruntime version>``, so
 the provenance survey and the bench's query-encoder check never take one backend's vectors for
 the other's. onnxruntime, onnx and onnxscript are imported lazily (the ``onnx`` extra).
+
+``export_graph`` exports any BERT-like transformer the same way: the cross-encoder's logits too
+(``--rerank-backend onnx``, harness.retrieval.rerank), into a folder named by its weights digest.
 """
 
 from __future__ import annotations
@@ -72,27 +75,26 @@ def _locked(folder: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-class _TokenEmbeddings:
-    """The transformer module as a plain torch module: token ids in, last hidden state out."""
+def wrap_transformer(auto_model: Any, output: str) -> Any:
+    """The transformer as a plain torch module: token ids in, ``output`` out (``last_hidden_state``
+    for an embedder's token embeddings, ``logits`` for a cross-encoder's scores)."""
+    import torch
 
-    @staticmethod
-    def wrap(model: Any) -> Any:
-        import torch
+    class Wrapped(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.auto_model = inner
 
-        class Wrapped(torch.nn.Module):
-            def __init__(self, auto_model: Any) -> None:
-                super().__init__()
-                self.auto_model = auto_model
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            out = self.auto_model(input_ids=input_ids, attention_mask=attention_mask,
+                                  token_type_ids=token_type_ids, return_dict=True)
+            return getattr(out, output)
 
-            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-                return self.auto_model(input_ids=input_ids, attention_mask=attention_mask,
-                                       token_type_ids=token_type_ids, return_dict=True).last_hidden_state
-
-        return Wrapped(model[0].model).eval()
+    return Wrapped(auto_model).eval()
 
 
-def _probe_features(model: Any) -> dict[str, Any]:
-    features = model.preprocess(list(_PROBE))
+def probe_inputs(features: Any) -> dict[str, Any]:
+    """The three BERT inputs of a tokenised probe, or a one-line UsageError naming the missing ones."""
     missing = [n for n in INPUTS if n not in features]
     if missing:
         raise UsageError(f"the onnx backend exports BERT-like models (inputs {', '.join(INPUTS)}); this model's "
@@ -101,9 +103,15 @@ def _probe_features(model: Any) -> dict[str, Any]:
 
 
 def export_model(model: Any, folder: Path) -> dict[str, Any]:
-    """Export ``model``'s transformer to ``folder/model.onnx`` unless it is there; its export record.
+    """Export a sentence-transformers embedder's transformer (token embeddings) to ``folder``."""
+    probe = probe_inputs(model.preprocess(list(_PROBE)))
+    return export_graph(wrap_transformer(model[0].model, "last_hidden_state"), probe, folder, output="token_embeddings")
 
-    Checked before it is kept: onnxruntime's token embeddings of a padded probe batch against torch's."""
+
+def export_graph(wrapped: Any, probe: dict[str, Any], folder: Path, *, output: str) -> dict[str, Any]:
+    """Export ``wrapped`` (token ids in, ``output`` out) to ``folder/model.onnx`` unless it is there; its
+    export record. Checked before it is kept: onnxruntime's output on the padded probe batch against
+    torch's (token-level outputs on the real tokens only)."""
     import torch
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -111,8 +119,6 @@ def export_model(model: Any, folder: Path) -> dict[str, Any]:
     with _locked(folder):
         if record_path.is_file() and target.is_file():
             return _checked(json.loads(record_path.read_text(encoding="utf-8")), target)
-        wrapped = _TokenEmbeddings.wrap(model)
-        probe = _probe_features(model)
         batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
         tmp = folder / f".model-{os.getpid()}.onnx.tmp"
         try:
@@ -122,14 +128,16 @@ def export_model(model: Any, folder: Path) -> dict[str, Any]:
                 warnings.filterwarnings("ignore", message="# The axis name", category=UserWarning)
                 program = torch.onnx.export(
                     wrapped, tuple(probe[n] for n in INPUTS), str(tmp), input_names=list(INPUTS),
-                    output_names=["token_embeddings"], dynamo=True, external_data=False, verbose=False,
+                    output_names=[output], dynamo=True, external_data=False, verbose=False,
                     dynamic_shapes={n: {0: batch, 1: seq} for n in INPUTS})
             opset = _opset(program, tmp)
             with torch.inference_mode():
                 expected = wrapped(*(probe[n] for n in INPUTS)).numpy()
-            got = _session(tmp, threads=1)[0].run(None, {n: probe[n].numpy() for n in INPUTS})[0]
-            mask = probe["attention_mask"].numpy().astype(bool)
-            difference = float(np.abs(got - expected)[mask].max())
+            got = session(tmp, threads=1)[0].run(None, {n: probe[n].numpy() for n in INPUTS})[0]
+            gap = np.abs(got - expected)
+            if gap.ndim == 3:  # per token: padding positions carry nothing
+                gap = gap[probe["attention_mask"].numpy().astype(bool)]
+            difference = float(gap.max())
             if not difference <= EXPORT_TOLERANCE:
                 raise IntegrityError(f"the exported graph differs from torch by {difference:.3g} on the probe "
                                      f"(tolerance {EXPORT_TOLERANCE}); not kept")
@@ -138,7 +146,7 @@ def export_model(model: Any, folder: Path) -> dict[str, Any]:
             tmp.unlink(missing_ok=True)
         record = {"schema": EXPORT_SCHEMA, "sha256": sha256_file(target), "bytes": target.stat().st_size,
                   "exporter": f"torch {torch.__version__} torch.onnx.export(dynamo=True)", "opset": opset,
-                  "inputs": list(INPUTS), "output": "token_embeddings",
+                  "inputs": list(INPUTS), "output": output,
                   "probe_max_abs_difference": difference}
         write_atomic(record_path, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode("utf-8"))
         return record
@@ -160,7 +168,7 @@ def _checked(record: dict[str, Any], target: Path) -> dict[str, Any]:
     return record
 
 
-def _session(path: Path, *, threads: int) -> tuple[Any, dict[str, Any]]:
+def session(path: Path, *, threads: int) -> tuple[Any, dict[str, Any]]:
     """An onnxruntime session on the CPU provider with fixed settings, and those settings."""
     ort = require_onnxruntime()
     options = ort.SessionOptions()
@@ -189,7 +197,7 @@ class OnnxForward:
         self.folder = Path(root) / _UNSAFE.sub("_", identity)
         self.export = export_model(model, self.folder)
         self.threads = int(threads if threads is not None else torch.get_num_threads())
-        self.session, self.settings = _session(self.folder / "model.onnx", threads=self.threads)
+        self.session, self.settings = session(self.folder / "model.onnx", threads=self.threads)
         self.rest = list(model)[1:]
 
     def __call__(self, features: dict[str, Any]) -> Any:

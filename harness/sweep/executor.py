@@ -73,14 +73,16 @@ def legs_identity(state: Path, backend: str = "embedded") -> str:
     return identity
 
 
-def measurement_identity(state: Path, arm: Arm, reranker: Path | None, backend: str = "embedded") -> str:
+def measurement_identity(state: Path, arm: Arm, reranker: Path | None, backend: str = "embedded",
+                         scorer: tuple[str, str] = ("torch", "cpu")) -> str:
     """What an arm's artefacts are true of: the state, the search backend when it is not the
-    embedded default, and the reranker weights when the arm reranks."""
+    embedded default, and, when the arm reranks, the reranker weights and (unless torch on the CPU)
+    what ran them, ``scorer`` = (--rerank-backend, --rerank-device): their scores differ in last bits."""
     identity = legs_identity(state, backend)
     if arm.needs_reranker and reranker is not None:
-        from harness.retrieval.rerank import reranker_provenance
+        from harness.retrieval.rerank import reranker_provenance, scorer_suffix
 
-        identity += f"+reranker:{reranker_provenance(reranker)['weights_sha256']}"
+        identity += f"+reranker:{reranker_provenance(reranker)['weights_sha256']}{scorer_suffix(*scorer)}"
     return identity
 
 
@@ -154,6 +156,7 @@ class LocalExecutor:
     # the cross-encoder score cache every group process shares (harness.retrieval.scorecache); None: none
     rerank_cache: Path | None = None
     rerank_device: str = "cpu"  # what runs the cross-encoder in every group process (harness.retrieval.rerank)
+    rerank_backend: str = "torch"  # torch, or onnx: onnxruntime on the CPU (harness.retrieval.rerank)
 
     def _common(self, module: str, arms: Sequence[Arm], sweep_id: str) -> list[str]:
         specs = [arm.model_dump(exclude_none=True) for arm in arms]
@@ -171,7 +174,8 @@ class LocalExecutor:
         if legs is not None:
             command += ["--legs", legs]
         if self.reranker:
-            command += ["--reranker", str(self.reranker), "--rerank-device", self.rerank_device]
+            command += ["--reranker", str(self.reranker), "--rerank-device", self.rerank_device,
+                        "--rerank-backend", self.rerank_backend]
         # the processes run from the checkout (cwd=ROOT): a relative cache is the caller's, made absolute
         command += ["--rerank-cache", str(self.rerank_cache.resolve()) if self.rerank_cache else "none"]
         return command
@@ -213,7 +217,8 @@ class LocalExecutor:
                              "(train one with `ragsweep reranker train --out DIR`)")
         started = time.perf_counter()
         # Read the state (and reranker) first: one that is missing is refused before the store is written.
-        digests = [config_hash(arm, measurement_identity(self.state, arm, self.reranker, self.backend))
+        scorer = (self.rerank_backend, self.rerank_device)
+        digests = [config_hash(arm, measurement_identity(self.state, arm, self.reranker, self.backend, scorer))
                    for arm in arms]
         store = open_store(self.store_spec, self.s3_endpoint)
         if self.catalogue is not None:

@@ -48,6 +48,9 @@ COLLECT_COMMAND = (PYTHON, "-m", "jobs.collect")
 SYNC_COMMAND = (PYTHON, "-m", "jobs.sync", "pull")
 SCRATCH = "/tmp"
 RERANK_CACHE = f"{SCRATCH}/rerank-cache"
+# what runs a rerank Job's cross-encoder (--rerank-backend, --rerank-device): torch on the GPU it asks for;
+# in the sweep's measurement identity, so the executor and the Job agree on a rerank arm's config hash
+RERANK_SCORER = ("torch", "cuda")
 UID = 10001
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -161,7 +164,7 @@ def arm_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str,
         # volume, so it lasts one pod (docs/sweeps.md, "The machine's score cache")
         env.append(_env("RAGSWEEP_RERANK_CACHE", RERANK_CACHE))
         # the Job asks for the GPU resource (gpu.resource_name): the cross-encoder runs on it
-        env.append(_env("RAGSWEEP_RERANK_DEVICE", "cuda"))
+        env.append(_env("RAGSWEEP_RERANK_DEVICE", RERANK_SCORER[1]))
     env.append(_env("RAGSWEEP_WORKERS", str(settings.workers)))
     env.append(_env("RAGSWEEP_BACKEND", settings.backend))
     if legs is not None:

@@ -204,13 +204,14 @@ class K8sExecutor:
         return plan.legs_of
 
     def run(self, arms: Sequence[Arm], sweep_id: str) -> SweepReport:
-        from harness.sweep.k8s.builders import arm_job_name, build_arm_job, sweep_selector
+        from harness.sweep.k8s.builders import RERANK_SCORER, arm_job_name, build_arm_job, sweep_selector
 
         started = time.monotonic()
         report = SweepReport(sweep_id=sweep_id)
         pending: list[tuple[Arm, str]] = []
         for arm in arms:
-            digest = config_hash(arm, measurement_identity(self.state, arm, self.reranker, self.settings.backend))
+            digest = config_hash(arm, measurement_identity(self.state, arm, self.reranker, self.settings.backend,
+                                                           RERANK_SCORER))
             if is_complete(self.store, sweep_id, arm, digest):
                 report.outcomes.append(ArmOutcome(arm, "skipped", message="complete for this config"))
             else:
