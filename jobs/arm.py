@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if not pending:
         return failures[0] if failures else 0
     try:
-        group = _open_group(args, store, pending[0][2], [config for _, _, config in pending])
+        group = _open_group(args, store, [config for _, _, config in pending])
     except BaseException as e:
         failures += [_failed(store, args.sweep_id, arm, digest, e) for arm, digest, _ in pending]
         return failures[0]
@@ -159,7 +159,8 @@ def _run_forked(args: argparse.Namespace, store: Any, group: Any, pending: list[
     return failures
 
 
-def _open_group(args: argparse.Namespace, store: Any, config: Any, configs: list[Any]) -> Any:
+def _open_group(args: argparse.Namespace, store: Any, configs: list[Any]) -> Any:
+    """The group of the arms still to run (``configs``, their run-level settings the same), opened once."""
     from harness.bench.config import legs_key, shared_legs_key
     from harness.bench.group import GroupRun
     from harness.index.embed import DEFAULT_EMBEDDING_MODEL, SentenceTransformerEmbedder, model_identity
@@ -191,7 +192,7 @@ def _open_group(args: argparse.Namespace, store: Any, config: Any, configs: list
 
     # the group fetches the legs of the deepest fusion window among the arms still to run (they all cut them)
     key = shared_legs_key([legs_key(c.arm) for c in configs], args.backend)
-    return GroupRun.open(state, config, embedder, opensearch_url=settings().opensearch_url,
+    return GroupRun.open(state, configs[0], embedder, opensearch_url=settings().opensearch_url,
                          pg_dsn=settings().pg_dsn or "", published=published,
                          score_cache=cache_root(args.rerank_cache), key=key)
 
