@@ -465,3 +465,26 @@ def test_the_legs_plan_runs_a_legs_job_only_for_unpublished_shared_groups(tmp_pa
     assert plan_legs(store, SWEEP, arms, "embedded", "another-state").legs_of != plan.legs_of
     stack = plan_legs(store, SWEEP, arms, "stack", "state-identity")  # server-side fusion: nothing shared
     assert stack.jobs == [] and stack.legs_of == {}
+
+
+def test_a_resumed_plan_reads_the_deeper_legs_of_the_sweeps_complete_arms(tmp_path: Path) -> None:
+    """pool-96 (window 384) complete, pool-12 and pool-24 (100) pending: the window-384 legs.json serves
+    them (cut at 100), so no legs Job; without it, or with another scope, one is planned at 100."""
+    from harness.objectstore import LocalFolderStore
+    from harness.sweep.k8s.executor import plan_legs
+    from harness.sweep.legs import group_id, legs_store_key
+
+    store = LocalFolderStore(tmp_path)
+    pool = CATALOGUE.family("pool")
+    everyone = [pool.arm("pool-12"), pool.arm("pool-24"), pool.arm("pool-96")]
+    pending = everyone[:2]
+    fresh = plan_legs(store, SWEEP, pending, "embedded", "state-identity", everyone)
+    ((_, group, own),) = fresh.jobs
+    assert group.key is not None and group.key["fusion_window"] == 100
+    deep = legs_store_key(SWEEP, group_id("state-identity", {**group.key, "fusion_window": 384}))
+    store.put_text(deep, "{}")
+    resumed = plan_legs(store, SWEEP, pending, "embedded", "state-identity", everyone)
+    assert resumed.jobs == [] and set(resumed.legs_of.values()) == {deep} != {own}
+    assert plan_legs(store, SWEEP, pending, "embedded", "state-identity").jobs == fresh.jobs  # pool-96 not asked
+    store.put_text(own, "{}")  # the group's own legs, when there, come first
+    assert set(plan_legs(store, SWEEP, pending, "embedded", "state-identity", everyone).legs_of.values()) == {own}

@@ -18,7 +18,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.bench.config import legs_key, prefix_legs, shared_legs_key
+from harness.bench.config import covers, legs_key, prefix_legs, shared_legs_key
 from harness.inputfiles import parse_json_input, validate_input
 from harness.objectstore import ArtefactStore
 from harness.retrieval.legs import LegTable
@@ -79,6 +79,21 @@ def group_id(state_identity: str, key: dict[str, str | int]) -> str:
 
 def legs_store_key(sweep_id: str, group: str) -> str:
     return f"{sweep_prefix(sweep_id)}/legs/{group}/legs.json"
+
+
+def published_legs(store: ArtefactStore, sweep_id: str, state_identity: str, group: ArmGroup,
+                   arms: Sequence[Arm], backend: str) -> str | None:
+    """The store key of legs already published that serve ``group``: its own, else the shallowest
+    of the deeper ones the sweep's other ``arms`` fetch (on a prefix backend: the same text and
+    scope over a deeper window), which a resumed sweep finds when its deepest arms are complete.
+    None when none is there."""
+    assert group.key is not None
+    deeper = {canonical_json(k): k for k in map(arm_legs_key, arms) if k != group.key and covers(k, group.key, backend)}
+    for key in (group.key, *sorted(deeper.values(), key=lambda k: int(k["fusion_window"]))):
+        found = legs_store_key(sweep_id, group_id(state_identity, key))
+        if store.exists(found):
+            return found
+    return None
 
 
 def publish_legs(store: ArtefactStore, key: str, table: LegTable) -> None:

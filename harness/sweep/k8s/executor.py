@@ -47,7 +47,7 @@ from harness.sweep.executor import (
 from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings
 from harness.sweep.k8s.submit import RetryPolicy, call_api, create_job, delete_job
 from harness.sweep.k8s.watch import STUCK_REASONS, JobResult, JobWatcher, WatchTimeout
-from harness.sweep.legs import ArmGroup, group_arms, group_id, legs_store_key
+from harness.sweep.legs import ArmGroup, group_arms, group_id, legs_store_key, published_legs
 from harness.sweep.storage import ArtefactStore, incomplete_reason, is_complete, publish_failure, read_failure
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
@@ -72,8 +72,11 @@ class LegsPlan:
     jobs: list[tuple[str, ArmGroup, str]]  # (job name, group, store key) for legs not yet in the store
 
 
-def plan_legs(store: ArtefactStore, sweep_id: str, arms: Sequence[Arm], backend: str, identity: str) -> LegsPlan:
-    """Groups of two or more arms share legs; a group whose legs.json is already published needs no Job."""
+def plan_legs(store: ArtefactStore, sweep_id: str, arms: Sequence[Arm], backend: str, identity: str,
+              sweep_arms: Sequence[Arm] = ()) -> LegsPlan:
+    """Groups of two or more pending ``arms`` share legs; a group whose legs.json, or the deeper legs.json
+    of one of the sweep's other arms (``sweep_arms``: harness.sweep.legs.published_legs), is already
+    published needs no Job."""
     from harness.sweep.k8s.builders import legs_job_name
 
     legs_of: dict[str, str] = {}
@@ -81,10 +84,11 @@ def plan_legs(store: ArtefactStore, sweep_id: str, arms: Sequence[Arm], backend:
     for group in group_arms(arms, backend):
         if not group.shared or group.key is None:
             continue
+        found = published_legs(store, sweep_id, identity, group, sweep_arms, backend)
         gid = group_id(identity, group.key)
-        key = legs_store_key(sweep_id, gid)
+        key = found or legs_store_key(sweep_id, gid)
         legs_of.update({arm.name: key for arm in group.arms})
-        if not store.exists(key):
+        if found is None:
             jobs.append((legs_job_name(sweep_id, gid), group, key))
     return LegsPlan(legs_of, jobs)
 
@@ -164,13 +168,14 @@ class K8sExecutor:
         publish_failure(self.store, sweep_id, run.arm, run.digest, message)
         return ArmOutcome(run.arm, "failed", seconds, message)
 
-    def _legs(self, sweep_id: str, pending: list[tuple[Arm, str]], report: SweepReport) -> dict[str, str]:
+    def _legs(self, sweep_id: str, pending: list[tuple[Arm, str]], report: SweepReport,
+              arms: Sequence[Arm] = ()) -> dict[str, str]:
         """Run the legs Jobs the pending arms need and wait for them all; the arms of a group whose legs
         could not be published are failed (removed from ``pending``). Returns arm name -> legs key."""
         from harness.sweep.k8s.builders import build_legs_job, sweep_selector
 
         plan = plan_legs(self.store, sweep_id, [a for a, _ in pending], self.settings.backend,
-                         legs_identity(self.state, self.settings.backend))
+                         legs_identity(self.state, self.settings.backend), arms)
         if not plan.jobs:
             return plan.legs_of
         started = time.monotonic()
@@ -217,7 +222,7 @@ class K8sExecutor:
             else:
                 pending.append((arm, digest))
         key = self._reranker_key([a for a, _ in pending])
-        legs_of = self._legs(sweep_id, pending, report)
+        legs_of = self._legs(sweep_id, pending, report, arms)
         width = max(1, self.parallelism or self.settings.parallelism)
         self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - len(pending)} already complete, "
                   f"{len(pending)} to run as Jobs in {self.namespace}, at most {width} at once")
