@@ -51,6 +51,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="what runs the cross-encoder (default cpu; a Kubernetes rerank Job: cuda)")
     p.add_argument("--rerank-backend", default=env.rerank_backend, metavar="torch|onnx",
                    help="the cross-encoder's runtime: torch (default), or onnx (onnxruntime, CPU only)")
+    p.add_argument("--rerank-threads", type=int, default=0, metavar="N",
+                   help="onnx: intra-op threads of the cross-encoder (default 0: torch's thread count); the "
+                        "local executor gives each process its share of the cores")
     p.add_argument("--rerank-cache", default=env.rerank_cache, metavar="DIR|none",
                    help="the cross-encoder score cache, shared by every process and sweep on the machine "
                         "(default var/cache/rerank; none: scores kept in this process only)")
@@ -84,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             config = BenchConfig(arm=arm.arm_config, control_name=arm.name, workers=args.workers,
                                  backend=args.backend, reranker=args.reranker,
                                  rerank_device=args.rerank_device, rerank_backend=args.rerank_backend,
-                                 onnx_dir=Path(settings().onnx_cache))
+                                 onnx_dir=Path(settings().onnx_cache), rerank_threads=args.rerank_threads)
         except BaseException as e:
             failures.append(_failed(store, args.sweep_id, arm, digest, e))
             continue

@@ -10,6 +10,7 @@ weights, made here: the plumbing is the test, not the scores (docs/sweeps.md mea
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -66,8 +67,17 @@ def test_the_backend_is_in_the_cache_key_and_torchs_key_is_unchanged(tiny: Path,
     onnx = CrossEncoderReranker(tiny, backend="onnx", onnx_dir=onnx_dir)
     assert "backend" not in torch_reranker.provenance and "backend" not in torch_reranker.cache_key()
     key = onnx.cache_key()
-    assert key["backend"] == "onnx" and key["onnx_sha256"] and key["intra_op_threads"] >= 1
+    assert key["backend"] == "onnx" and key["onnx_sha256"] and key["provider"] == "CPUExecutionProvider"
     assert key != torch_reranker.cache_key()
+
+
+def test_onnx_scores_are_the_same_bits_on_one_thread_or_two_so_the_key_leaves_threads_out(
+        tiny: Path, onnx_dir: Path) -> None:
+    one = CrossEncoderReranker(tiny, backend="onnx", onnx_dir=onnx_dir, threads=1)
+    two = CrossEncoderReranker(tiny, backend="onnx", onnx_dir=onnx_dir, threads=2)
+    assert "threads=1" not in one.provenance["backend"] and "1 intra-op thread(s)" in one.provenance["backend"]
+    assert one.score(QUERY, PASSAGES) == two.score(QUERY, PASSAGES)
+    assert one.cache_key() == two.cache_key() and "intra_op_threads" not in one.cache_key()
 
 
 def test_a_scorer_is_torch_or_onnx_and_onnx_runs_on_the_cpu_only(tmp_path: Path,
@@ -113,6 +123,12 @@ def test_the_local_executor_hands_the_backend_to_every_rerank_process(tmp_path: 
                              rerank_backend="onnx")
     command = executor._command([CATALOGUE.family("pool").arm("pool-12")], "s")
     assert command[command.index("--rerank-backend") + 1] == "onnx"
+    # each of the workers' processes gets its share of the cores for onnxruntime's threads
+    threads = int(command[command.index("--rerank-threads") + 1])
+    assert threads == max(1, (os.cpu_count() or 1) // executor.workers)
+    torch_command = LocalExecutor(state=tmp_path, store_spec=str(tmp_path), workers=1,
+                                  reranker=tmp_path)._command([CATALOGUE.family("pool").arm("pool-12")], "s")
+    assert "--rerank-threads" not in torch_command
 
 
 def test_a_kubernetes_sweep_refuses_the_onnx_backend_in_one_line(tmp_path: Path,

@@ -148,6 +148,22 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
         assert _sha(folder / "run.trec") == shas[name]
         assert json.loads((folder / "runinfo.json").read_text())["legs"]["query_vectors"] == "published"
 
+    # resumed with only window-100 arms pending (pool-96 complete): the window-384 legs.json serves them,
+    # cut at 100; no legs process, the same bytes
+    for name in ("pool-12", "pool-24"):
+        (tmp_path / "warm" / "sweeps" / "pool" / "pool" / name / "complete.json").unlink()
+    shallower = LocalExecutor(state=state, store_spec=str(tmp_path / "warm"), workers=2, quiet=True,
+                              reranker=reranker, rerank_cache=cache).run(arms, "pool")
+    assert [o.status for o in shallower.outcomes] == ["skipped", "published", "published"], shallower.outcomes
+    assert shallower.legs_seconds == 0
+    assert len(list((tmp_path / "warm" / "sweeps" / "pool" / "legs").glob("*/legs.json"))) == 1
+    for name in ("pool-12", "pool-24"):
+        folder = tmp_path / "warm" / "sweeps" / "pool" / "pool" / name
+        for file in DETERMINISTIC:
+            assert _sha(folder / file) == _sha(tmp_path / "cold" / "sweeps" / "pool" / "pool" / name / file), file
+        legs = json.loads((folder / "runinfo.json").read_text())["legs"]
+        assert legs["group"]["fusion_window"] == 384 and legs["window"] == 100, legs
+
 
 def test_a_group_whose_legs_process_fails_fails_its_arms_naming_it(state: Path, tmp_path: Path) -> None:
     """The legs cannot be published (a file stands where the sweep's legs folder goes): jobs.legs exits
@@ -177,10 +193,10 @@ def test_a_group_whose_legs_process_fails_fails_its_arms_naming_it(state: Path, 
 def test_an_onnx_rerank_sweep_is_a_measurement_of_its_own(state: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """pool-12 and pool-24 scored by onnxruntime (--rerank-backend onnx, a tiny seeded cross-encoder) on two
-    workers: a legs process, then two arm processes reading its legs, each exporting nothing the first
-    has exported, into RAGSWEEP_ONNX_CACHE. The results name the backend; asked again, the arms are
-    complete; the same arms scored by torch into the same store are not taken for them (another
-    config hash: run again, not skipped)."""
+    workers: a legs process, then two arm processes reading its legs, the graph exported once, into
+    RAGSWEEP_ONNX_CACHE. The results name the backend; asked again, the arms are complete; the same
+    arms scored by torch (one process) into the same store are not taken for them (another config
+    hash: run again, not skipped)."""
     from tests.tiny_models import tiny_cross_encoder
 
     pytest.importorskip("onnxruntime", reason="the onnx extra is not installed (pip install 'ragsweep[onnx]')")
@@ -189,8 +205,8 @@ def test_an_onnx_rerank_sweep_is_a_measurement_of_its_own(state: Path, tmp_path:
     pool = CATALOGUE.family("pool")
     arms = [pool.arm("pool-12"), pool.arm("pool-24")]
     hashes = []
-    for backend, status in (("onnx", "published"), ("onnx", "skipped"), ("torch", "published")):
-        report = LocalExecutor(state=state, store_spec=str(tmp_path / "store"), workers=2, quiet=True,
+    for backend, status, workers in (("onnx", "published", 2), ("onnx", "skipped", 2), ("torch", "published", 1)):
+        report = LocalExecutor(state=state, store_spec=str(tmp_path / "store"), workers=workers, quiet=True,
                                reranker=reranker, rerank_cache=tmp_path / "cache",
                                rerank_backend=backend).run(arms, "pool")
         assert [o.status for o in report.outcomes] == [status] * 2, report.outcomes

@@ -132,7 +132,7 @@ class ArmContext:
         if path not in self._rerankers:
             s = self.settings
             reranker = CrossEncoderReranker(path, device=s.rerank_device, backend=s.rerank_backend,
-                                            onnx_dir=s.onnx_dir)
+                                            onnx_dir=s.onnx_dir, threads=s.rerank_threads)
             refuse_untrained(reranker.provenance)
             store = StoredScores(self.score_cache, reranker.cache_key()) if self.score_cache else None
             self._rerankers[path] = ScoreCache(reranker, store)

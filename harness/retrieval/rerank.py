@@ -119,6 +119,7 @@ class CrossEncoderReranker:
     device: str = "cpu"
     backend: str = "torch"
     onnx_dir: Path | None = None  # where the onnx backend keeps its export (default var/cache/onnx)
+    threads: int = 0  # the onnx backend's intra-op threads (0: torch's thread count)
     provenance: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -137,7 +138,7 @@ class CrossEncoderReranker:
 
         self._model: Any = CrossEncoder(str(self.path), device=self.device, trust_remote_code=False, num_labels=1)
         if self.backend == "onnx":
-            self._onnx = _OnnxPairs(self._model, self.provenance["weights_sha256"], self.onnx_dir)
+            self._onnx = _OnnxPairs(self._model, self.provenance["weights_sha256"], self.onnx_dir, self.threads)
             self.provenance["backend"] = self._onnx.describe()
 
     def cache_key(self) -> dict[str, Any]:
@@ -172,7 +173,7 @@ class _OnnxPairs:
     """The cross-encoder's forward pass in onnxruntime, one pair at a time: the pair is tokenised by
     the model's own preprocess and the logit squashed by its own activation, in torch, as predict does."""
 
-    def __init__(self, model: Any, weights_sha256: str, root: Path | None) -> None:
+    def __init__(self, model: Any, weights_sha256: str, root: Path | None, threads: int = 0) -> None:
         import torch
 
         from harness.index.onnx_backend import DEFAULT_ONNX_DIR, export_graph, probe_inputs, session, wrap_transformer
@@ -185,7 +186,7 @@ class _OnnxPairs:
         self.folder = Path(root or DEFAULT_ONNX_DIR) / f"cross-encoder_sha256_{weights_sha256}"
         probe = probe_inputs(model.preprocess(list(_PROBE_PAIRS)))
         self.export = export_graph(wrap_transformer(modules[0].model, "logits"), probe, self.folder, output="logits")
-        self.threads = torch.get_num_threads()
+        self.threads = threads or torch.get_num_threads()
         self.session, self.settings = session(self.folder / "model.onnx", threads=self.threads)
 
     def score(self, query: str, passage: str) -> float:
@@ -199,7 +200,10 @@ class _OnnxPairs:
             return float(self.model.activation_fn(torch.from_numpy(logits)).reshape(-1)[0])
 
     def key(self) -> dict[str, Any]:
-        return {"backend": "onnx", "onnx_sha256": self.export["sha256"], **self.settings}
+        # not the thread count: onnxruntime's CPU scores were the same bits on 1 and 2 threads (docs/sweeps.md),
+        # so processes given different shares of the cores share one cache (each still checks a pair itself)
+        settings = {k: v for k, v in self.settings.items() if k != "intra_op_threads"}
+        return {"backend": "onnx", "onnx_sha256": self.export["sha256"], **settings}
 
     def describe(self) -> str:
         s, e = self.settings, self.export

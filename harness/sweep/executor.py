@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import subprocess
 import sys
 import tempfile
@@ -42,7 +43,7 @@ from harness.sweep.catalogue import (
     config_hash,
     select_arms,
 )
-from harness.sweep.legs import ArmGroup, group_arms, group_id, legs_store_key
+from harness.sweep.legs import ArmGroup, group_arms, group_id, legs_store_key, published_legs
 from harness.sweep.manifest import emit_manifest, load_manifest, parse_manifest
 from harness.sweep.storage import is_complete, publish_failure, read_failure
 
@@ -176,25 +177,33 @@ class LocalExecutor:
         if self.reranker:
             command += ["--reranker", str(self.reranker), "--rerank-device", self.rerank_device,
                         "--rerank-backend", self.rerank_backend]
+            if self.rerank_backend == "onnx":
+                # the workers' processes run at once: each gets its share of the cores (onnxruntime's
+                # threads spin: two processes of 2 threads on 2 cores scored 78 pairs/s, of 1 thread 118)
+                command += ["--rerank-threads", str(max(1, (os.cpu_count() or 1) // self.workers))]
         # the processes run from the checkout (cwd=ROOT): a relative cache is the caller's, made absolute
         command += ["--rerank-cache", str(self.rerank_cache.resolve()) if self.rerank_cache else "none"]
         return command
 
-    def _tasks(self, group: ArmGroup, sweep_id: str, spread: int, store: ArtefactStore) -> list[_Task]:
+    def _tasks(self, group: ArmGroup, sweep_id: str, spread: int, store: ArtefactStore,
+               arms: Sequence[Arm] = ()) -> list[_Task]:
         """The processes that run ``group``: one, forking ``spread`` ways once its legs are fetched
         when its arms may fork; else, for a group with arms that run the cross-encoder and more than
-        one worker, a jobs.legs process that publishes its legs (unless a rerun finds them already
-        published) and up to ``workers`` processes that read them, every one the group's n-th arms."""
+        one worker, a jobs.legs process that publishes its legs (unless a rerun finds them, or the
+        deeper legs of the sweep's other ``arms``, already published: harness.sweep.legs.published_legs)
+        and up to ``workers`` processes that read them, every one the group's n-th arms."""
         from harness.bench.stages import STAGES
 
         fork_safe = all(STAGES[arm.arm_config.stage].fork_safe for arm in group.arms)
         if not group.shared or fork_safe or min(self.workers, len(group.arms)) < 2:
             return [_Task(group.name, group.arms, self._command(group.arms, sweep_id, spread if group.shared else 1))]
         assert group.key is not None
-        key = legs_store_key(sweep_id, group_id(legs_identity(self.state, self.backend), group.key))
+        identity = legs_identity(self.state, self.backend)
+        found = published_legs(store, sweep_id, identity, group, arms, self.backend)
+        key = found or legs_store_key(sweep_id, group_id(identity, group.key))
         tasks: list[_Task] = []
         after = None
-        if not store.exists(key):
+        if found is None:
             after = f"{group.name} legs"
             tasks.append(_Task(after, (), [*self._common("jobs.legs", group.arms, sweep_id), "--legs", key]))
         parts = min(self.workers, len(group.arms))
@@ -236,7 +245,7 @@ class LocalExecutor:
         # fetched (jobs.arm --processes, or processes reading its published legs), so a one-family
         # sweep does not leave cores idle.
         spread = max(1, self.workers // max(1, len(groups)))
-        queue = [task for group in groups for task in self._tasks(group, sweep_id, spread, store)]
+        queue = [task for group in groups for task in self._tasks(group, sweep_id, spread, store, arms)]
         legs_tasks = sum(not task.arms for task in queue)
         self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - len(pending)} already complete, "
                   f"{len(pending)} to run in {len(groups)} groups, {len(queue)} processes "
