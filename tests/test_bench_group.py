@@ -55,7 +55,8 @@ class FakeCrossEncoder:
 
     calls = 0
 
-    def __init__(self, path: Path, device: str = "cpu") -> None:
+    def __init__(self, path: Path, device: str = "cpu", backend: str = "torch", onnx_dir: Path | None = None,
+                 threads: int = 0) -> None:  # CrossEncoderReranker's settings, as the context passes them
         self.provenance = {"kind": "trained", "weights_sha256": "0" * 64, "path_name": path.name, "device": device}
 
     def score(self, query: str, passages: list[str]) -> list[float]:

@@ -137,12 +137,7 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
 
     # a resumed sweep whose deepest pending arm is the same finds the group's legs.json: no legs process
     shas = {arm.name: _sha(tmp_path / "warm" / "sweeps" / "pool" / "pool" / arm.name / "run.trec") for arm in arms}
-    for name in ("pool-12", "pool-96"):
-        (tmp_path / "warm" / "sweeps" / "pool" / "pool" / name / "complete.json").unlink()
-    resumed = LocalExecutor(state=state, store_spec=str(tmp_path / "warm"), workers=2, quiet=True,
-                            reranker=reranker, rerank_cache=cache).run(arms, "pool")
-    assert [o.status for o in resumed.outcomes] == ["skipped", "published", "published"], resumed.outcomes
-    assert resumed.legs_seconds == 0
+    _resume(state, tmp_path / "warm", reranker, cache, arms, ("pool-12", "pool-96"))
     for name in ("pool-12", "pool-96"):
         folder = tmp_path / "warm" / "sweeps" / "pool" / "pool" / name
         assert _sha(folder / "run.trec") == shas[name]
@@ -150,12 +145,7 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
 
     # resumed with only window-100 arms pending (pool-96 complete): the window-384 legs.json serves them,
     # cut at 100; no legs process, the same bytes
-    for name in ("pool-12", "pool-24"):
-        (tmp_path / "warm" / "sweeps" / "pool" / "pool" / name / "complete.json").unlink()
-    shallower = LocalExecutor(state=state, store_spec=str(tmp_path / "warm"), workers=2, quiet=True,
-                              reranker=reranker, rerank_cache=cache).run(arms, "pool")
-    assert [o.status for o in shallower.outcomes] == ["skipped", "published", "published"], shallower.outcomes
-    assert shallower.legs_seconds == 0
+    _resume(state, tmp_path / "warm", reranker, cache, arms, ("pool-12", "pool-24"))
     assert len(list((tmp_path / "warm" / "sweeps" / "pool" / "legs").glob("*/legs.json"))) == 1
     for name in ("pool-12", "pool-24"):
         folder = tmp_path / "warm" / "sweeps" / "pool" / "pool" / name
@@ -163,6 +153,18 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
             assert _sha(folder / file) == _sha(tmp_path / "cold" / "sweeps" / "pool" / "pool" / name / file), file
         legs = json.loads((folder / "runinfo.json").read_text())["legs"]
         assert legs["group"]["fusion_window"] == 384 and legs["window"] == 100, legs
+
+
+def _resume(state: Path, store: Path, reranker: Path, cache: Path, arms: list, again: tuple[str, ...]) -> None:
+    """Unmark the arms ``again`` (of family pool) complete and run the sweep on: they, and only they, run,
+    with no legs process (their group's legs, or deeper ones, are in the store)."""
+    for name in again:
+        (store / "sweeps" / "pool" / "pool" / name / "complete.json").unlink()
+    report = LocalExecutor(state=state, store_spec=str(store), workers=2, quiet=True, reranker=reranker,
+                           rerank_cache=cache).run(arms, "pool")
+    assert [o.status for o in report.outcomes] == ["skipped", "published", "published"], report.outcomes
+    assert sorted(o.arm.name for o in report.outcomes if o.status == "published") == sorted(again)
+    assert report.legs_seconds == 0
 
 
 def test_a_group_whose_legs_process_fails_fails_its_arms_naming_it(state: Path, tmp_path: Path) -> None:
