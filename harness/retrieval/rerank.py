@@ -15,7 +15,7 @@ Missing weights raise; nothing silently no-ops. ``trust_remote_code`` is refused
 
 ``backend="onnx"`` (``--rerank-backend onnx``) runs the cross-encoder's forward pass in onnxruntime
 on the CPU: the model exported locally by ``torch.onnx.export`` (harness.index.onnx_backend) into
-``var/cache/onnx/<reranker identity>/``, each pair still scored alone. Its scores differ from
+``var/cache/onnx/cross-encoder_sha256_<weights>/``, each pair still scored alone. Its scores differ from
 torch's in the last bits (measured in docs/sweeps.md), so the backend is in the provenance, the
 score cache's key and the sweep's measurement identity.
 """
@@ -207,7 +207,8 @@ class _OnnxPairs:
 
     def describe(self) -> str:
         s, e = self.settings, self.export
-        return (f"onnxruntime {s['onnxruntime']} ({s['provider']}, {s['intra_op_threads']} intra-op thread(s), "
+        # not the thread count either: the scores do not depend on it, and results name what they do depend on
+        return (f"onnxruntime {s['onnxruntime']} ({s['provider']}, "
                 f"{s['execution_mode']}, graph optimization {s['graph_optimization']}, deterministic compute), "
                 f"model.onnx sha256 {e['sha256'][:16]} ({e['exporter']}, opset {e['opset']}); tokenised and "
                 "squashed in torch")
