@@ -52,8 +52,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--rerank-backend", default=env.rerank_backend, metavar="torch|onnx",
                    help="the cross-encoder's runtime: torch (default), or onnx (onnxruntime, CPU only)")
     p.add_argument("--rerank-threads", type=int, default=0, metavar="N",
-                   help="onnx: intra-op threads of the cross-encoder (default 0: torch's thread count); the "
-                        "local executor gives each process its share of the cores")
+                   help="the CPU threads the cross-encoder scores on, torch's (this process's) or onnxruntime's "
+                        "(default 0: torch's thread count); the local executor gives each process its share of "
+                        "the cores")
     p.add_argument("--rerank-cache", default=env.rerank_cache, metavar="DIR|none",
                    help="the cross-encoder score cache, shared by every process and sweep on the machine "
                         "(default var/cache/rerank; none: scores kept in this process only)")

@@ -62,6 +62,25 @@ def test_the_cpu_reranker_names_its_device_and_keeps_the_cpu_cache_key(tiny: Pat
                                          "transformers", "sentence_transformers", "cpu", "threads"}
 
 
+def test_the_threads_a_cpu_reranker_is_given_are_torchs_and_in_its_cache_key(tiny: Path) -> None:
+    """--rerank-threads on the CPU sets torch's threads (the process's: one pool); a cache filled on
+    one count is not read on another (the bits were the same here, but MKL's may move with it)."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        one = CrossEncoderReranker(tiny, threads=1)
+        key = one.cache_key()
+        assert torch.get_num_threads() == 1 and key["threads"] == 1
+        two = CrossEncoderReranker(tiny, threads=2)
+        assert torch.get_num_threads() == 2 and two.cache_key()["threads"] == 2
+        assert key != two.cache_key() and one.provenance == two.provenance
+        torch.set_num_threads(1)
+        assert CrossEncoderReranker(tiny).cache_key()["threads"] == 1  # 0: the count the process has
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.skipif(not _cuda(), reason="torch sees no CUDA device here; benchmarks/bench_rerank_device.py is "
                                         "the device check (docs/sweeps.md, 'The cross-encoder on a GPU')")
 def test_on_a_cuda_device_scores_agree_with_the_cpu_and_the_cache_key_names_the_card(tiny: Path) -> None:
@@ -89,3 +108,4 @@ def test_the_local_executor_hands_the_device_to_every_rerank_process(tmp_path: P
                              rerank_device="cuda:0")
     command = executor._command([pool.arm("pool-12")], "s")
     assert command[command.index("--rerank-device") + 1] == "cuda:0" and command[0] == sys.executable
+    assert "--rerank-threads" not in command  # the CPU's threads are shared out among CPU scorers only

@@ -75,7 +75,7 @@ class BenchConfig(BaseModel):
     rerank_device: str = "cpu"  # cpu, cuda or cuda:N: what runs the cross-encoder (harness.retrieval.rerank)
     rerank_backend: str = "torch"  # torch, or onnx: onnxruntime on the CPU (harness.retrieval.rerank)
     onnx_dir: Path | None = None  # where the onnx backend keeps its export (RAGSWEEP_ONNX_CACHE; None: var/cache/onnx)
-    rerank_threads: int = 0  # the onnx backend's intra-op threads (0: torch's thread count)
+    rerank_threads: int = 0  # the cross-encoder's CPU threads, torch's or onnxruntime's (0: torch's thread count)
     workers: int = 1
     corpora: tuple[str, ...] = ()
     answers: AnswerSettings = Field(default_factory=AnswerSettings)

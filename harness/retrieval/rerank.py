@@ -109,6 +109,11 @@ class CrossEncoderReranker:
     ``backend``: ``torch`` (the default) or ``onnx`` (the forward pass in onnxruntime, CPU only; its
     export kept under ``onnx_dir``).
 
+    ``threads``: on the CPU, the threads that score: torch's intra-op threads, which are the process's
+    (``torch.set_num_threads``: the query encoder in the same process uses them too), and onnxruntime's.
+    Processes scoring at once should split the cores: two torch processes of 2 threads on 2 cores
+    scored 5.7 pairs/s each, of 1 thread 41 (docs/sweeps.md). Torch keeps the count in its cache key.
+
     ``device``: ``cpu`` (the default) or a CUDA device. The same pair's score can differ in its last
     bits between devices (other kernels), so the device is in the provenance results record (with
     the GPU's name) and in the score cache's key; a CUDA device torch cannot see is refused.
@@ -119,7 +124,7 @@ class CrossEncoderReranker:
     device: str = "cpu"
     backend: str = "torch"
     onnx_dir: Path | None = None  # where the onnx backend keeps its export (default var/cache/onnx)
-    threads: int = 0  # the onnx backend's intra-op threads (0: torch's thread count)
+    threads: int = 0  # the CPU threads that score (0: torch's thread count as the process has it)
     provenance: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -128,6 +133,10 @@ class CrossEncoderReranker:
         if self.provenance["kind"] == "untrained head" and not self.allow_untrained:
             refuse_untrained(self.provenance)
         self.provenance["device"] = _describe_device(self.device)
+        if self.threads > 0 and self.device == "cpu":
+            import torch
+
+            torch.set_num_threads(self.threads)
         self._onnx: _OnnxPairs | None = None
         if self.backend == "onnx":
             from harness.index.onnx_backend import require_onnxruntime

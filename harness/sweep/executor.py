@@ -177,9 +177,10 @@ class LocalExecutor:
         if self.reranker:
             command += ["--reranker", str(self.reranker), "--rerank-device", self.rerank_device,
                         "--rerank-backend", self.rerank_backend]
-            if self.rerank_backend == "onnx":
-                # the workers' processes run at once: each gets its share of the cores (onnxruntime's
-                # threads spin: two processes of 2 threads on 2 cores scored 78 pairs/s, of 1 thread 118)
+            if self.rerank_device == "cpu":
+                # the workers' processes score at once: each gets its share of the cores (threads spin
+                # when there are more than cores: two torch processes of 2 threads on 2 cores scored 11
+                # pairs/s between them, of 1 thread 82; onnxruntime 78 and 118: docs/sweeps.md)
                 command += ["--rerank-threads", str(max(1, (os.cpu_count() or 1) // self.workers))]
         # the processes run from the checkout (cwd=ROOT): a relative cache is the caller's, made absolute
         command += ["--rerank-cache", str(self.rerank_cache.resolve()) if self.rerank_cache else "none"]
