@@ -55,6 +55,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="the CPU threads the cross-encoder scores on, torch's (this process's) or onnxruntime's "
                         "(default 0: torch's thread count); the local executor gives each process its share of "
                         "the cores")
+    p.add_argument("--part", type=_part, default=(0, 1), metavar="K/P",
+                   help="this process is the K-th of P running a group's arms at once: its arms answer their "
+                        "queries from the (K-1)/P-th on, so processes scoring the same pairs do not score "
+                        "them at once (default 1/1; the local executor passes it)")
     p.add_argument("--rerank-cache", default=env.rerank_cache, metavar="DIR|none",
                    help="the cross-encoder score cache, shared by every process and sweep on the machine "
                         "(default var/cache/rerank; none: scores kept in this process only)")
@@ -66,6 +70,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--processes must be at least 1")
     require(p, args, ("state", "store", "sweep_id", "arm_json"))
     return args
+
+
+def _part(text: str) -> tuple[int, int]:
+    """``K/P`` (1 <= K <= P) as (K - 1, P)."""
+    k, slash, p = text.partition("/")
+    if not (slash and k.isdigit() and p.isdigit() and 1 <= int(k) <= int(p)):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected K/P with 1 <= K <= P, e.g. 2/3")
+    return int(k) - 1, int(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         return failures[0] if failures else 0
     try:
         group = _open_group(args, store, [config for _, _, config in pending])
+        group.part = args.part
     except BaseException as e:
         failures += [_failed(store, args.sweep_id, arm, digest, e) for arm, digest, _ in pending]
         return failures[0]

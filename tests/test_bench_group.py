@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -54,6 +54,7 @@ class FakeCrossEncoder:
     """A deterministic stand-in for the cross-encoder: a score per (query, passage) from a hash."""
 
     calls = 0
+    asked: ClassVar[list[str]] = []  # the queries of the calls, in order
 
     def __init__(self, path: Path, device: str = "cpu", backend: str = "torch", onnx_dir: Path | None = None,
                  threads: int = 0) -> None:  # CrossEncoderReranker's settings, as the context passes them
@@ -61,6 +62,7 @@ class FakeCrossEncoder:
 
     def score(self, query: str, passages: list[str]) -> list[float]:
         FakeCrossEncoder.calls += 1
+        FakeCrossEncoder.asked.append(query)
         return [int.from_bytes(hashlib.sha256(f"{query}\t{p}".encode()).digest()[:4], "big") / 2**32
                 for p in passages]
 
@@ -145,9 +147,10 @@ def test_rerank_arms_read_the_machines_score_cache_and_write_the_bytes_they_writ
         alone[arm.name] = _shas(tmp_path / "alone" / arm.name)
     counts: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
     for sweep in counts:
-        for group in groups:
+        for k, group in enumerate(groups):
             run = GroupRun.open(state, _config(group.arms[0], reranker), HashEmbedder(), score_cache=cache,
                                 key=group.key)
+            run.part = (k, len(groups))  # as the sweep runs them (jobs.arm --part)
             for arm in group.arms:
                 out = tmp_path / sweep / arm.name
                 run.run(_config(arm, reranker), out)
@@ -163,6 +166,25 @@ def test_rerank_arms_read_the_machines_score_cache_and_write_the_bytes_they_writ
     # each process reads what it scored or read cold; what it answered from memory is the same
     assert [c["from_cache"] for c in counts["warm"]] == [c["scored"] + c["from_cache"] for c in counts["cold"]]
     assert [c["reused"] for c in counts["warm"]] == [c["reused"] for c in counts["cold"]]
+
+
+def test_a_process_answers_its_arms_queries_from_its_part_on_and_writes_the_bytes_of_the_arm_alone(
+        state: State, tmp_path: Path) -> None:
+    """jobs.arm --part K/P: processes running a group's arms at once start their queries at different
+    places, so two whose arms ask for the same pairs do not score the same query at once."""
+    reranker, arm = tmp_path / "reranker", CATALOGUE.family("pool").arm("pool-12")
+    run_bench(state, _config(arm, reranker), HashEmbedder(), tmp_path / "alone")
+    run = GroupRun.open(state, _config(arm, reranker), HashEmbedder())
+    run.part = (1, 2)
+    FakeCrossEncoder.asked = []
+    run.run(_config(arm, reranker), tmp_path / "part")
+    judged = [q.text for q in run.context.judged]
+    first = len(judged) // 2
+    assert len(set(judged)) == len(judged) > 2 and FakeCrossEncoder.asked[0] == judged[first] != judged[0]
+    assert FakeCrossEncoder.asked == [q for q in judged[first:] + judged[:first] if q in FakeCrossEncoder.asked]
+    assert _shas(tmp_path / "part") == _shas(tmp_path / "alone")
+    legs = json.loads((tmp_path / "part" / "runinfo.json").read_text())["legs"]
+    assert legs["part"] == "2/2" and legs["first_query"] == first
 
 
 def test_a_group_is_keyed_on_scope_and_embedded_text_and_fetches_the_deepest_window() -> None:

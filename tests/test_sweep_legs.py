@@ -130,6 +130,8 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
         legs = json.loads((folders["cold"] / "runinfo.json").read_text())["legs"]
         assert legs["group"]["fusion_window"] == 384 and legs["window"] in (100, 384), legs
         assert legs["fetched"] == 0 and legs["published"] > 0 and legs["query_vectors"] == "published", legs
+        # the two processes answer their arms' queries from the first and from the middle on (jobs.arm --part)
+        assert legs["part"] in ("1/2", "2/2") and (legs["first_query"] == 0) == (legs["part"] == "1/2"), legs
         assert info["warm"]["scored"] == 0 and info["warm"]["from_cache"] > 0, info
         assert info["none"]["cache"] is None and info["none"]["from_cache"] == 0, info
         checked += info["warm"]["checked"]
@@ -220,3 +222,23 @@ def test_an_onnx_rerank_sweep_is_a_measurement_of_its_own(state: Path, tmp_path:
             assert report.legs_seconds > 0  # the arms read a legs process's table (no query encoder loaded)
     assert hashes[0] == hashes[1] != hashes[2]
     assert len(list((tmp_path / "onnx").glob("cross-encoder_sha256_*/model.onnx"))) == 1
+
+
+def test_each_process_reading_a_groups_legs_is_told_its_part_and_a_bad_part_is_refused(
+        state: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.sweep.legs import group_arms
+    from jobs import arm as arm_job
+
+    pool = CATALOGUE.family("pool")
+    arms = [pool.arm(name) for name in ("pool-12", "pool-24", "pool-96")]
+    (group,) = group_arms(arms, "embedded")
+    executor = LocalExecutor(state=state, store_spec=str(tmp_path), workers=2, reranker=tmp_path)
+    tasks = executor._tasks(group, "s", 1, open_store(str(tmp_path)), arms)
+    parts = [t.command[t.command.index("--part") + 1] for t in tasks if t.arms]
+    assert parts == ["1/2", "2/2"] and all("--part" not in t.command for t in tasks if not t.arms)
+    assert "--part" not in executor._command(arms, "s")  # one process: no part
+    assert arm_job._part("2/3") == (1, 3)
+    for bad in ("0/2", "3/2", "2", "a/b", "1/0"):
+        with pytest.raises(SystemExit) as raised:
+            arm_job.parse(["--state", "x", "--store", "y", "--sweep-id", "z", "--arm-json", "{}", "--part", bad])
+        assert raised.value.code == 2 and f"argument --part: '{bad}': expected K/P" in capsys.readouterr().err

@@ -51,6 +51,12 @@ class GroupRun:
     group_legs: bool = False  # whether the legs of ``key`` have been fetched for every judged query
     query_vectors: str = "encoded"  # or "published": read from the published legs, not encoded here
     process: int = 0  # which of the processes the group's arms are spread over runs this copy (0: the first)
+    # (k, p): this process is the k-th of p running the group's arms at once, each its n-th arms; its arms
+    # answer their queries from the k/p-th judged query on, so that processes whose arms ask the
+    # cross-encoder for the same pairs (pool and budget arms of one fused ranking) do not score the
+    # same query at once: each scores a part of the queries first, and reads the other parts from
+    # the score cache the other wrote (they both scored every query they met at once before)
+    part: tuple[int, int] = (0, 1)
 
     @classmethod
     def open(cls, state: State, settings: BenchConfig, embedder: Embedder, *, opensearch_url: str = "",
@@ -116,9 +122,12 @@ class GroupRun:
                     "context_seconds": self.open_seconds,
                     "fetched": now["fetched"] - before["fetched"], "reused": now["reused"] - before["reused"],
                     "published": now["published"], "prefetched": self.prefetched,
-                    "process": self.process, "query_vectors": self.query_vectors}
+                    "process": self.process, "query_vectors": self.query_vectors,
+                    "part": f"{k + 1}/{parts}", "first_query": first}
 
-        metrics = run_arm(self.context, config, out, compare, started=started, legs_info=legs_info)
+        k, parts = self.part
+        first = k * len(self.context.judged) // parts
+        metrics = run_arm(self.context, config, out, compare, started=started, legs_info=legs_info, first=first)
         self.arms_run += 1
         return metrics
 

@@ -46,10 +46,12 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
 
 def run_arm(context: ArmContext, config: BenchConfig, out: Path, compare: Path | None = None,
             progress: Callable[[int, int], None] | None = None, *, started: float | None = None,
-            legs_info: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+            legs_info: Callable[[], dict[str, Any]] | None = None, first: int = 0) -> dict[str, Any]:
     """Retrieve, score and write one arm over an opened context (its legs shared with the context's
     other arms when the context has a LegCache); what ``legs_info`` returns once the arm has run goes
-    into runinfo.json as ``legs``."""
+    into runinfo.json as ``legs``. ``first``: the judged query answered first, the rest after it in
+    order and then from the top (a query's answer does not depend on when it is asked, as with
+    ``workers`` threads; the files list the queries in judged order whatever the order they ran in)."""
     started = time.time() if started is None else started
     context.check(config)
     stage, state, judged, opened = config.bench_stage, context.state, context.judged, context.opened
@@ -75,16 +77,16 @@ def run_arm(context: ArmContext, config: BenchConfig, out: Path, compare: Path |
     def one(i: int) -> QueryOutcome:
         return stage.answer(query_run, i)
 
-    outcomes: dict[str, QueryOutcome] = {}
+    order = [(first + k) % len(judged) for k in range(len(judged))]
+    answered: dict[int, QueryOutcome] = {}
     if opened:
         opened.begin()  # indexing.total before the measurement
     with ThreadPoolExecutor(max_workers=config.workers) as pool_executor:
-        for n, (i, outcome) in enumerate(
-            zip(range(len(judged)), pool_executor.map(one, range(len(judged))), strict=True), start=1
-        ):
-            outcomes[judged[i].id] = outcome
+        for n, (i, outcome) in enumerate(zip(order, pool_executor.map(one, order), strict=True), start=1):
+            answered[i] = outcome
             if progress:
                 progress(n, len(judged))
+    outcomes = {judged[i].id: answered[i] for i in range(len(judged))}
 
     run = Run(ranked={qid: tuple(h.ranked() for h in o.hits) for qid, o in outcomes.items()})
     normalised = normalise_run(run, stage.normalisation)

@@ -168,12 +168,15 @@ class LocalExecutor:
             command += ["--s3-endpoint", self.s3_endpoint]
         return command
 
-    def _command(self, arms: Sequence[Arm], sweep_id: str, processes: int = 1, legs: str | None = None) -> list[str]:
+    def _command(self, arms: Sequence[Arm], sweep_id: str, processes: int = 1, legs: str | None = None,
+                 part: tuple[int, int] = (0, 1)) -> list[str]:
         command = [*self._common("jobs.arm", arms, sweep_id), "--workers", str(self.arm_workers)]
         if len(arms) > 1 and processes > 1:
             command += ["--processes", str(processes)]
         if legs is not None:
             command += ["--legs", legs]
+        if part[1] > 1:
+            command += ["--part", f"{part[0] + 1}/{part[1]}"]
         if self.reranker:
             command += ["--reranker", str(self.reranker), "--rerank-device", self.rerank_device,
                         "--rerank-backend", self.rerank_backend]
@@ -192,7 +195,8 @@ class LocalExecutor:
         when its arms may fork; else, for a group with arms that run the cross-encoder and more than
         one worker, a jobs.legs process that publishes its legs (unless a rerun finds them, or the
         deeper legs of the sweep's other ``arms``, already published: harness.sweep.legs.published_legs)
-        and up to ``workers`` processes that read them, every one the group's n-th arms."""
+        and up to ``workers`` processes that read them, every one the group's n-th arms, answering their
+        queries from its own part of them on (``jobs.arm --part``)."""
         from harness.bench.stages import STAGES
 
         fork_safe = all(STAGES[arm.arm_config.stage].fork_safe for arm in group.arms)
@@ -210,7 +214,8 @@ class LocalExecutor:
         parts = min(self.workers, len(group.arms))
         for k in range(parts):
             arms = group.arms[k::parts]
-            tasks.append(_Task(f"{group.name} {k + 1}/{parts}", arms, self._command(arms, sweep_id, legs=key), after))
+            tasks.append(_Task(f"{group.name} {k + 1}/{parts}", arms,
+                               self._command(arms, sweep_id, legs=key, part=(k, parts)), after))
         return tasks
 
     def _say(self, text: str) -> None:
