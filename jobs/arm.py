@@ -5,13 +5,14 @@ published to the artefact store.
     python -m jobs.arm ... --arm-json '[{...}, {...}]'          # a group: one process, legs fetched once
     python -m jobs.arm ... --arm-json '{...}' --legs KEY         # legs another Job published (jobs.legs)
     python -m jobs.arm ... --arm-json '[...]' --legs KEY         # part of a group, over its published legs
+    python -m jobs.arm ... --arm-json '[...]' --legs KEY --part 2/2  # ... the second of two: queries from the middle on
     python -m jobs.arm ... --arm-json '[...]' --processes 2      # a group's arms spread over 2 processes
 
-Every flag has an environment twin (RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID,
-RAGSWEEP_ARM, RAGSWEEP_RERANKER, RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS, RAGSWEEP_BACKEND,
-RAGSWEEP_LEGS, RAGSWEEP_EMBEDDING_BACKEND, RAGSWEEP_PROCESSES, RAGSWEEP_RERANK_CACHE,
-RAGSWEEP_RERANK_DEVICE), which is
-how a Job spec passes them. An arm whose complete artefact set for the same config hash is
+Every flag but the local executor's --rerank-threads and --part has an environment twin
+(RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID, RAGSWEEP_ARM, RAGSWEEP_RERANKER,
+RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS, RAGSWEEP_BACKEND, RAGSWEEP_LEGS, RAGSWEEP_EMBEDDING_BACKEND,
+RAGSWEEP_PROCESSES, RAGSWEEP_RERANK_CACHE, RAGSWEEP_RERANK_DEVICE, RAGSWEEP_RERANK_BACKEND), which
+is how a Job spec passes them. An arm whose complete artefact set for the same config hash is
 already in the store is skipped. A failure is
 published as failed.json (so the collector names it); the other arms of a group still run, and
 the process exits with the first failure's code (0 when every arm was published or skipped).
