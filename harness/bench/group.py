@@ -115,6 +115,8 @@ class GroupRun:
             # which this arm and every other cut at their own, instead of fetching at this one's
             self._fetch_group_legs(config)
         place = self.arms_run if position is None else position
+        k, parts = self.part
+        first = k * len(self.context.judged) // parts
 
         def legs_info() -> dict[str, Any]:
             now = cache.counts()
@@ -125,8 +127,6 @@ class GroupRun:
                     "process": self.process, "query_vectors": self.query_vectors,
                     "part": f"{k + 1}/{parts}", "first_query": first}
 
-        k, parts = self.part
-        first = k * len(self.context.judged) // parts
         metrics = run_arm(self.context, config, out, compare, started=started, legs_info=legs_info, first=first)
         self.arms_run += 1
         return metrics
