@@ -112,7 +112,7 @@ class CrossEncoderReranker:
     ``threads``: on the CPU, the threads that score: torch's intra-op threads, which are the process's
     (``torch.set_num_threads``: the query encoder in the same process uses them too), and onnxruntime's.
     Processes scoring at once should split the cores: two torch processes of 2 threads on 2 cores
-    scored 5.7 pairs/s each, of 1 thread 41 (docs/sweeps.md). Torch keeps the count in its cache key.
+    scored 5.1 pairs/s each, of 1 thread 41 (docs/sweeps.md). Torch keeps the count in its cache key.
 
     ``device``: ``cpu`` (the default) or a CUDA device. The same pair's score can differ in its last
     bits between devices (other kernels), so the device is in the provenance results record (with
