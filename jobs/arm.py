@@ -7,8 +7,9 @@ published to the artefact store.
     python -m jobs.arm ... --arm-json '[...]' --legs KEY         # part of a group, over its published legs
     python -m jobs.arm ... --arm-json '[...]' --legs KEY --part 2/2  # ... the second of two: queries from the middle on
     python -m jobs.arm ... --arm-json '[...]' --processes 2      # a group's arms spread over 2 processes
+    python -m jobs.arm ... --legs KEY --part 1/2 --prescore '[...]'  # the group's pairs scored first, this part's
 
-Every flag but the local executor's --rerank-threads and --part has an environment twin
+Every flag but the local executor's --rerank-threads, --part and --prescore has an environment twin
 (RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID, RAGSWEEP_ARM, RAGSWEEP_RERANKER,
 RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS, RAGSWEEP_BACKEND, RAGSWEEP_LEGS, RAGSWEEP_EMBEDDING_BACKEND,
 RAGSWEEP_PROCESSES, RAGSWEEP_RERANK_CACHE, RAGSWEEP_RERANK_DEVICE, RAGSWEEP_RERANK_BACKEND), which
@@ -60,6 +61,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="this process is the K-th of P running a group's arms at once: its arms answer their "
                         "queries from the (K-1)/P-th on, so processes scoring the same pairs do not score "
                         "them at once (default 1/1; the local executor passes it)")
+    p.add_argument("--prescore", type=_arm_list, default=[], metavar="JSON",
+                   help="a list of arm specs, the group's rerank arms (this process's and the others'): before its "
+                        "own arms run, the process scores every pair they ask the cross-encoder for into the score "
+                        "cache, its part of the queries (--part) first, then the others' from the far end, a pair "
+                        "found there read, not scored (the local executor passes it when the cache is shared)")
     p.add_argument("--rerank-cache", default=env.rerank_cache, metavar="DIR|none",
                    help="the cross-encoder score cache, shared by every process and sweep on the machine "
                         "(default var/cache/rerank; none: scores kept in this process only)")
@@ -81,6 +87,19 @@ def _part(text: str) -> tuple[int, int]:
     return int(k) - 1, int(p)
 
 
+def _arm_list(text: str) -> list[Any]:
+    """``--prescore``: arm specs, as ``--arm-json`` takes them."""
+    from pydantic import ValidationError
+
+    try:
+        return parse_arms(text)
+    except ValidationError as e:  # the first field it names
+        error = e.errors()[0]
+        raise argparse.ArgumentTypeError(f"not arm specs: {'.'.join(map(str, error['loc']))}: {error['msg']}") from e
+    except ValueError as e:  # json's
+        raise argparse.ArgumentTypeError(f"not arm specs: {e}") from e
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.bench.config import BenchConfig
     from harness.sweep.catalogue import config_hash
@@ -88,20 +107,25 @@ def run(args: argparse.Namespace) -> int:
     from harness.sweep.storage import is_complete
 
     arms = parse_arms(args.arm_json)
+    prescore = args.prescore
     store = open_store(args.store, args.s3_endpoint)
     pending: list[tuple[Any, str, Any]] = []
     failures: list[int] = []
+
+    def bench_config(arm: Any) -> BenchConfig:
+        # The arm's config is bench's own configuration model: handed over as is, never turned back into argv.
+        return BenchConfig(arm=arm.arm_config, control_name=arm.name, workers=args.workers,
+                           backend=args.backend, reranker=args.reranker,
+                           rerank_device=args.rerank_device, rerank_backend=args.rerank_backend,
+                           onnx_dir=Path(settings().onnx_cache), rerank_threads=args.rerank_threads)
+
     for arm in arms:
         digest = config_hash(arm, measurement_identity(args.state, arm, args.reranker, args.backend, _scorer(args)))
         if is_complete(store, args.sweep_id, arm, digest):
             print(f"{arm.name}: complete for config {digest[:12]}, skipped")
             continue
         try:
-            # The arm's config is bench's own configuration model: handed over as is, never turned back into argv.
-            config = BenchConfig(arm=arm.arm_config, control_name=arm.name, workers=args.workers,
-                                 backend=args.backend, reranker=args.reranker,
-                                 rerank_device=args.rerank_device, rerank_backend=args.rerank_backend,
-                                 onnx_dir=Path(settings().onnx_cache), rerank_threads=args.rerank_threads)
+            config = bench_config(arm)
         except BaseException as e:
             failures.append(_failed(store, args.sweep_id, arm, digest, e))
             continue
@@ -111,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         group = _open_group(args, store, [config for _, _, config in pending])
         group.part = args.part
+        if prescore:
+            _prescore(group, [bench_config(arm) for arm in prescore])
     except BaseException as e:
         failures += [_failed(store, args.sweep_id, arm, digest, e) for arm, digest, _ in pending]
         return failures[0]
@@ -125,6 +151,23 @@ def run(args: argparse.Namespace) -> int:
     else:
         failures += _run_share(args, store, group, list(enumerate(pending)))
     return failures[0] if failures else 0
+
+
+def _prescore(group: Any, configs: list[Any]) -> None:
+    """Score the group's pairs for this process's part first (GroupRun.prescore), saying how far it got."""
+    import time
+
+    t0 = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        if done % 100 == 0 or done == total:
+            print(f"prescore: {done}/{total} queries in {time.perf_counter() - t0:.1f}s", flush=True)
+
+    done = group.prescore(configs, progress)
+    if done:
+        print(f"prescore: {len(done['arms'])} rerank arms, {done['pairs']} pairs asked over {done['queries']} "
+              f"queries: {done['scored']} scored, {done['from_cache']} read from the cache in {done['seconds']}s",
+              flush=True)
 
 
 def _run_share(args: argparse.Namespace, store: Any, group: Any, share: list[tuple[int, Any]]) -> list[int]:

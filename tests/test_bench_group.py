@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from harness.bench.config import BenchConfig, covers
-from harness.bench.group import GroupRun, fetch_legs
+from harness.bench.group import GroupRun, fetch_legs, prescore_order
 from harness.bench.run import run_bench
 from harness.errors import IntegrityError, UsageError
 from harness.retrieval.legs import LegCache, LegTable
@@ -185,6 +185,80 @@ def test_a_process_answers_its_arms_queries_from_its_part_on_and_writes_the_byte
     assert _shas(tmp_path / "part") == _shas(tmp_path / "alone")
     legs = json.loads((tmp_path / "part" / "runinfo.json").read_text())["legs"]
     assert legs["part"] == "2/2" and legs["first_query"] == first
+
+
+def test_the_prescore_order_is_a_process_own_part_then_the_rest_backwards_from_before_it() -> None:
+    assert prescore_order(10, (0, 1)) == list(range(10))
+    assert prescore_order(10, (0, 2)) == [0, 1, 2, 3, 4, 9, 8, 7, 6, 5]
+    assert prescore_order(10, (1, 2)) == [5, 6, 7, 8, 9, 4, 3, 2, 1, 0]
+    assert prescore_order(7, (2, 3)) == [4, 5, 6, 3, 2, 1, 0]
+    assert prescore_order(0, (1, 2)) == []
+    for n in (1, 2, 5, 31):
+        for p in (1, 2, 3, 4):
+            for k in range(p):
+                assert sorted(prescore_order(n, (k, p))) == list(range(n)), (n, k, p)
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_processes_that_prescore_split_the_groups_pairs_and_their_arms_score_none(state: State,
+                                                                                  tmp_path: Path) -> None:
+    """jobs.arm --prescore: the k-th of p processes scores the pairs of every rerank arm of the group (its
+    own and the others') for its part of the queries first, then the others' parts from the far end,
+    reading what the other process already scored. Here the second process has scored its part (and is
+    stopped there); the first scores its own part and reads the second's, no pair twice, and after it
+    no arm of either process scores a pair. The arms write the bytes they write alone."""
+    from harness.retrieval.scorecache import StoredScores
+
+    reranker, cache = tmp_path / "reranker", tmp_path / "rerank-cache"
+    group_arms_ = [a for a in CATALOGUE.arms if a.family in ("budget", "pool", "diversity")]
+    (group,) = group_arms(group_arms_, "embedded")
+    configs = [_config(arm, reranker) for arm in group.arms]
+    rerank = [c for c in configs if c.bench_stage.needs_reranker]
+    assert 0 < len(rerank) < len(configs)  # the diversify arms have no pairs
+
+    def opened(k: int) -> GroupRun:
+        run = GroupRun.open(state, configs[0], HashEmbedder(), score_cache=cache, key=group.key)
+        run.part = (k, 2)
+        return run
+
+    second = opened(1)
+    n = len(second.context.judged)
+    own = n - n // 2
+
+    def stop_after_own_part(done: int, total: int) -> None:
+        assert total == n
+        if done == own:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        second.prescore(configs, stop_after_own_part)
+    store = StoredScores(cache, FakeCrossEncoder(reranker).cache_key())
+    second_part = len(store)
+    first = opened(0)
+    done = first.prescore(configs)
+    assert done["arms"] == [c.control_name for c in rerank] and done["queries"] == n and done["part"] == "1/2"
+    assert done["first_query"] == 0 and done["scored"] == len(store) - second_part > 0
+    assert done["from_cache"] == second_part and done["checked"] == 1  # the first pair read, scored again
+    assert done["pairs"] == done["scored"] + done["from_cache"] + done["reused"]
+
+    alone = tmp_path / "alone"
+    for k, run in enumerate((first, opened(1))):
+        if k == 1:
+            again = run.prescore(configs)  # a process whose pairs are all scored reads them
+            assert again["scored"] == 0 and again["from_cache"] == len(store) and again["first_query"] == n // 2
+        for arm, config in list(zip(group.arms, configs, strict=True))[k::2]:
+            run_bench(state, config, HashEmbedder(), alone / arm.name)
+            out = tmp_path / "shared" / arm.name
+            run.run(config, out)
+            assert _shas(out) == _shas(alone / arm.name), arm.name
+            info = json.loads((out / "runinfo.json").read_text())
+            assert info["legs"]["prescored"] == run.prescored
+            if config.bench_stage.needs_reranker:
+                assert info["rerank"]["scored"] == 0 and info["rerank"]["from_cache"] == 0, info["rerank"]
+    assert len(store) == done["scored"] + second_part
 
 
 def test_a_group_is_keyed_on_scope_and_embedded_text_and_fetches_the_deepest_window() -> None:

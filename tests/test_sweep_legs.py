@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,6 +112,9 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
     pool = CATALOGUE.family("pool")
     arms = [pool.arm(name) for name in ("pool-12", "pool-24", "pool-96")]
     cache = tmp_path / "rerank-cache"
+    from harness.sweep.legs import group_arms
+    (group,) = group_arms(arms, "embedded")
+    group_order = group.arms
     for run in ("cold", "warm", "none"):
         executor = LocalExecutor(state=state, store_spec=str(tmp_path / run), workers=2, quiet=True,
                                  reranker=reranker, rerank_cache=None if run == "none" else cache,
@@ -122,6 +126,7 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
         published = sorted((tmp_path / run / "sweeps" / "pool" / "legs").glob("*/legs.json"))
         assert len(published) == (0 if run == "none" else 1)
     checked = 0
+    prescored: dict[str, dict[str, dict[str, Any]]] = {"cold": {}, "warm": {}}
     for arm in arms:
         folders = {run: tmp_path / run / "sweeps" / "pool" / arm.family / arm.name for run in ("cold", "warm", "none")}
         for name in DETERMINISTIC:
@@ -132,9 +137,22 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
         assert legs["fetched"] == 0 and legs["published"] > 0 and legs["query_vectors"] == "published", legs
         # the two processes answer their arms' queries from the first and from the middle on (jobs.arm --part)
         assert legs["part"] in ("1/2", "2/2") and (legs["first_query"] == 0) == (legs["part"] == "1/2"), legs
-        assert info["warm"]["scored"] == 0 and info["warm"]["from_cache"] > 0, info
+        # each process scored the group's pairs from its part on before its arms ran (jobs.arm --prescore):
+        # cold and warm, its arms find every pair in its memory
+        for run in ("cold", "warm"):
+            assert info[run]["scored"] == info[run]["from_cache"] == 0 and info[run]["reused"] > 0, info
+            block = json.loads((folders[run] / "runinfo.json").read_text())["legs"]["prescored"]
+            assert block["arms"] == [a.name for a in group_order] and block["part"] == legs["part"], block
+            prescored[run][block["part"]] = block
         assert info["none"]["cache"] is None and info["none"]["from_cache"] == 0, info
+        assert "prescored" not in json.loads((folders["none"] / "runinfo.json").read_text())["legs"]
         checked += info["warm"]["checked"]
+    assert sorted(prescored["cold"]) == ["1/2", "2/2"] and [p["first_query"] for p in prescored["cold"].values()]
+    rows = _cache_rows(cache)
+    # cold, the two split the pairs (a query both reached at once is scored by both); warm, they read them
+    assert rows <= sum(p["scored"] for p in prescored["cold"].values()) < 2 * rows
+    assert all(p["scored"] == 0 and p["from_cache"] > 0 for p in prescored["warm"].values())
+    checked += sum(p["checked"] for p in prescored["warm"].values())
     assert checked == 2  # the first pair each process read, scored again
 
     # a resumed sweep whose deepest pending arm is the same finds the group's legs.json: no legs process
@@ -155,6 +173,15 @@ def test_rerank_groups_running_at_once_share_the_machines_score_cache(state: Pat
             assert _sha(folder / file) == _sha(tmp_path / "cold" / "sweeps" / "pool" / "pool" / name / file), file
         legs = json.loads((folder / "runinfo.json").read_text())["legs"]
         assert legs["group"]["fusion_window"] == 384 and legs["window"] == 100, legs
+
+
+def _cache_rows(cache: Path) -> int:
+    """The pairs in the score cache (one reranker's folder under ``cache``)."""
+    import sqlite3
+
+    (db,) = cache.glob("*/scores.sqlite3")
+    with sqlite3.connect(db) as connection:
+        return int(connection.execute("SELECT count(*) FROM scores").fetchone()[0])
 
 
 def _resume(state: Path, store: Path, reranker: Path, cache: Path, arms: list, again: tuple[str, ...]) -> None:
@@ -237,6 +264,21 @@ def test_each_process_reading_a_groups_legs_is_told_its_part_and_a_bad_part_is_r
     parts = [t.command[t.command.index("--part") + 1] for t in tasks if t.arms]
     assert parts == ["1/2", "2/2"] and all("--part" not in t.command for t in tasks if not t.arms)
     assert "--part" not in executor._command(arms, "s")  # one process: no part
+    # with no score cache the processes share, none scores the others' pairs; with one, each is given the
+    # group's rerank arms to score first (jobs.arm --prescore), its own and the other's
+    assert all("--prescore" not in t.command for t in tasks)
+    cached = LocalExecutor(state=state, store_spec=str(tmp_path), workers=2, reranker=tmp_path,
+                           rerank_cache=tmp_path / "cache")
+    tasks = cached._tasks(group, "s", 1, open_store(str(tmp_path)), arms)
+    given = [json.loads(t.command[t.command.index("--prescore") + 1]) for t in tasks if t.arms]
+    assert given == [[a.model_dump(exclude_none=True) for a in group.arms]] * 2
+    assert all("--prescore" not in t.command for t in tasks if not t.arms)
+    head = ["--state", "x", "--store", "y", "--sweep-id", "z", "--arm-json", "{}", "--prescore"]
+    assert arm_job.parse([*head, json.dumps(given[0])]).prescore == list(group.arms)
+    for bad in ("[{", '[{"name": "x"}]'):
+        with pytest.raises(SystemExit) as raised:
+            arm_job.parse([*head, bad])
+        assert raised.value.code == 2 and "argument --prescore: not arm specs: " in capsys.readouterr().err
     assert arm_job._part("2/3") == (1, 3)
     for bad in ("0/2", "3/2", "2", "a/b", "1/0"):
         with pytest.raises(SystemExit) as raised:

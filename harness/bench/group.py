@@ -21,13 +21,15 @@ processes forked from this one (``jobs.arm --processes``) without any of them fe
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.bench.config import BenchConfig, covers, legs_key, prefix_legs
 from harness.bench.context import ArmContext, open_context
-from harness.bench.run import run_arm
+from harness.bench.run import arm_retriever, run_arm
+from harness.bench.stages import QueryRun, rerank_candidates
 from harness.errors import UsageError
 from harness.index.embed import Embedder
 from harness.retrieval.chunks import HybridRetriever
@@ -57,6 +59,7 @@ class GroupRun:
     # same query at once: each scores a part of the queries first, and reads the other parts from
     # the score cache the other wrote (they both scored every query they met at once before)
     part: tuple[int, int] = (0, 1)
+    prescored: dict[str, Any] | None = None  # what ``prescore`` did, reported in every arm's runinfo
 
     @classmethod
     def open(cls, state: State, settings: BenchConfig, embedder: Embedder, *, opensearch_url: str = "",
@@ -94,6 +97,52 @@ class GroupRun:
         self.context.answers()
         self.prefetched += cache.counts()["fetched"] - before
 
+    def prescore(self, configs: Sequence[BenchConfig],
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Have the cross-encoder score, into the context's score cache, every pair the rerank arms of
+        ``configs`` (the whole group's, this process's and the others') will ask for, over this
+        process's part of the queries first and then over the others' from the far end
+        (``prescore_order``), a pair already in the cache read, not scored: processes that run a
+        group's arms at once split its pairs between them, whichever process's arms ask for them,
+        and none idles while another scores an arm alone. The arms then read every pair from the
+        cache; their results are the bytes they write scoring each pair themselves (a pair's score
+        is its own forward pass's). What was done is returned and reported in each arm's runinfo;
+        ``progress(done, total)`` is called after each query."""
+        rerank = [c for c in configs if c.bench_stage.needs_reranker]
+        if not rerank:
+            return {}
+        for config in rerank:
+            self.context.check(config)
+        for config in rerank:
+            if not covers(self.key, config_legs_key(config), config.backend):
+                raise UsageError(f"arm {config.control_name} fetches other legs ({config_legs_key(config)}) "
+                                 f"than its group ({self.key}); its pairs cannot be scored here")
+        t0 = time.perf_counter()
+        context = self.context
+        assert context.legs is not None and rerank[0].reranker is not None
+        if context.legs.published is None and not self.group_legs:
+            self._fetch_group_legs(rerank[0])  # at the group's window, which every arm cuts (as ``run`` does)
+        scorer = context.reranker(rerank[0].reranker)
+        before = scorer.counts()
+        runs = [QueryRun(retriever=arm_retriever(context, c), budget=c.budget, judged=context.judged,
+                         vectors=context.vectors, gold_files_only=c.arm.scope == "gold-files") for c in rerank]
+        texts = context.texts()
+        order = prescore_order(len(context.judged), self.part)
+        pairs = 0
+        for n, i in enumerate(order, start=1):
+            passages = dict.fromkeys(texts[h.doc_id] for run in runs for h in rerank_candidates(run, i)[0])
+            scorer.score(context.judged[i].text, list(passages))
+            pairs += len(passages)
+            if progress:
+                progress(n, len(order))
+        now = scorer.counts()
+        k, parts = self.part
+        self.prescored = {"arms": [c.control_name for c in rerank], "queries": len(order),
+                          "first_query": order[0] if order else 0, "pairs": pairs,
+                          **{name: now[name] - before[name] for name in now},
+                          "seconds": round(time.perf_counter() - t0, 3), "part": f"{k + 1}/{parts}"}
+        return self.prescored
+
     def _fetch_group_legs(self, settings: BenchConfig) -> None:
         fetch_legs(self.context, settings, {}, key=self.key)
         self.group_legs = True
@@ -125,11 +174,23 @@ class GroupRun:
                     "fetched": now["fetched"] - before["fetched"], "reused": now["reused"] - before["reused"],
                     "published": now["published"], "prefetched": self.prefetched,
                     "process": self.process, "query_vectors": self.query_vectors,
-                    "part": f"{k + 1}/{parts}", "first_query": first}
+                    "part": f"{k + 1}/{parts}", "first_query": first,
+                    **({"prescored": self.prescored} if self.prescored is not None else {})}
 
         metrics = run_arm(self.context, config, out, compare, started=started, legs_info=legs_info, first=first)
         self.arms_run += 1
         return metrics
+
+
+def prescore_order(n: int, part: tuple[int, int]) -> list[int]:
+    """The order the k-th of p processes (``part`` = (k, p)) scores a group's pairs in: its own part
+    of the n judged queries (the k/p-th to the (k+1)/p-th) in order, then every other query from the
+    one before its part backwards, wrapping. The process whose part comes next answers that part
+    forwards, so the two meet inside it, and no query is left to one process alone while the
+    other has nothing to do; a query the other has scored is read from the cache."""
+    k, p = part
+    start, end = k * n // p, (k + 1) * n // p
+    return list(range(start, end)) + [(start - 1 - j) % n for j in range(n - (end - start))]
 
 
 def fetch_legs(context: ArmContext, config: BenchConfig, group: dict[str, Any], *,

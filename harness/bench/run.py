@@ -44,6 +44,14 @@ def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
     return run_arm(context, config, out, compare, progress, started=started)
 
 
+def arm_retriever(context: ArmContext, config: BenchConfig) -> Any:
+    """What answers the arm's retrieval: the stack's retriever (--backend stack), else the state's
+    index, its legs read from the context's leg cache when it has one."""
+    if config.backend == "stack":
+        return context.opened.retriever(config.arm.embedding_text, config.fusion, config.resolved_fusion_mode)
+    return HybridRetriever(context.state.index, config.arm.embedding_text, config.fusion, cache=context.legs)
+
+
 def run_arm(context: ArmContext, config: BenchConfig, out: Path, compare: Path | None = None,
             progress: Callable[[int, int], None] | None = None, *, started: float | None = None,
             legs_info: Callable[[], dict[str, Any]] | None = None, first: int = 0) -> dict[str, Any]:
@@ -61,9 +69,7 @@ def run_arm(context: ArmContext, config: BenchConfig, out: Path, compare: Path |
         assert config.reranker is not None
         reranker = context.reranker(config.reranker)
         rerank_before = reranker.counts()
-    stack = opened if config.backend == "stack" else None
-    retriever: Any = (stack.retriever(config.arm.embedding_text, config.fusion, config.resolved_fusion_mode) if stack
-                      else HybridRetriever(state.index, config.arm.embedding_text, config.fusion, cache=context.legs))
+    retriever = arm_retriever(context, config)
     paired: Any = None
     if config.time_also == "stack":
         assert opened is not None

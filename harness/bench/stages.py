@@ -113,12 +113,19 @@ def _retrieve(run: QueryRun, i: int) -> QueryOutcome:
     return QueryOutcome(hits=hits, seconds=seconds)
 
 
+def rerank_candidates(run: QueryRun, i: int) -> tuple[list[Hit], list[Hit]]:
+    """The rerank stage's candidates for the i-th query: the head the cross-encoder scores (the
+    first ``rerank_max_pairs`` of the pool) and the tail kept after it."""
+    budget = run.budget
+    pool = run.retriever.retrieve(run.judged[i].text, run.vectors[i], budget.candidate_pool, file_uuids=run.scope(i))
+    return pool[: budget.rerank_max_pairs], pool[budget.rerank_max_pairs:]
+
+
 def _rerank(run: QueryRun, i: int) -> QueryOutcome:
     query, budget = run.judged[i], run.budget
     assert run.reranker is not None and run.texts is not None  # BenchConfig refuses rerank without --reranker
     t0 = time.perf_counter()
-    pool = run.retriever.retrieve(query.text, run.vectors[i], budget.candidate_pool, file_uuids=run.scope(i))
-    head, tail = pool[: budget.rerank_max_pairs], pool[budget.rerank_max_pairs:]
+    head, tail = rerank_candidates(run, i)
     order = rerank_order(run.reranker.score(query.text, [run.texts[h.doc_id] for h in head]))
     hits = diversity_sample([head[j] for j in order] + tail, budget.final_chunks, budget.max_chunks_per_file)
     return QueryOutcome(hits=hits, seconds=time.perf_counter() - t0)
