@@ -16,6 +16,9 @@ the claim) says what was shared.
 running elsewhere (``jobs.legs``, a Kubernetes Job). ``GroupRun.prefetch`` fetches them (and the
 answers block) into the group's own cache before its arms run, so that the arms can be spread over
 processes forked from this one (``jobs.arm --processes``) without any of them fetching again.
+``GroupRun.prescore`` scores the cross-encoder pairs of a group's rerank arms into the shared score
+cache, this process's part of the queries first (``prescore_order``), so that processes running the
+group's arms at once split its pairs between them by query rather than by arm (``jobs.arm --prescore``).
 """
 
 from __future__ import annotations
