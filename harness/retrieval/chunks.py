@@ -42,14 +42,20 @@ class HybridRetriever:
     embedding_text: EmbeddingTextMode
     fusion: FusionConfig
     cache: LegCache | None = field(default=None, compare=False)
+    # doc id -> fusion id, filled as documents are met: a warm prescore spent over half its time
+    # building records for these (py-spy, docs/growth.md); a document's file and chunk never change
+    _fusion_ids: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def _hit(self, doc_id: str, score: float) -> Hit:
         d = self.index.record(doc_id)
         return Hit(doc_id=d.id, file_uuid=d.file_uuid, chunk_index=d.chunk_index, doc_type=d.doc_type, score=score)
 
     def _fusion_id(self, doc_id: str) -> str:
-        d = self.index.record(doc_id)
-        return f"{d.file_uuid}\t{d.chunk_index:09d}"
+        known = self._fusion_ids.get(doc_id)
+        if known is None:
+            d = self.index.record(doc_id)
+            known = self._fusion_ids[doc_id] = f"{d.file_uuid}\t{d.chunk_index:09d}"
+        return known
 
     def legs(self, text: str, vector: np.ndarray, depth: int, *, doc_type: str = "chunk",
              file_uuids: Sequence[str] | None = None, speaker: str | None = None
