@@ -213,8 +213,8 @@ def test_processes_that_prescore_split_the_groups_pairs_and_their_arms_score_non
     from harness.retrieval.scorecache import StoredScores
 
     reranker, cache = tmp_path / "reranker", tmp_path / "rerank-cache"
-    group_arms_ = [a for a in CATALOGUE.arms if a.family in ("budget", "pool", "diversity")]
-    (group,) = group_arms(group_arms_, "embedded")
+    members = [a for a in CATALOGUE.arms if a.family in ("budget", "pool", "diversity")]
+    (group,) = group_arms(members, "embedded")
     configs = [_config(arm, reranker) for arm in group.arms]
     rerank = [c for c in configs if c.bench_stage.needs_reranker]
     assert 0 < len(rerank) < len(configs)  # the diversify arms have no pairs
