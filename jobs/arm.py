@@ -107,7 +107,6 @@ def run(args: argparse.Namespace) -> int:
     from harness.sweep.storage import is_complete
 
     arms = parse_arms(args.arm_json)
-    prescore = args.prescore
     store = open_store(args.store, args.s3_endpoint)
     pending: list[tuple[Any, str, Any]] = []
     failures: list[int] = []
@@ -135,8 +134,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         group = _open_group(args, store, [config for _, _, config in pending])
         group.part = args.part
-        if prescore:
-            _prescore(group, [bench_config(arm) for arm in prescore])
+        if args.prescore:
+            _prescore(group, [bench_config(arm) for arm in args.prescore])
     except BaseException as e:
         failures += [_failed(store, args.sweep_id, arm, digest, e) for arm, digest, _ in pending]
         return failures[0]

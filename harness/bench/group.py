@@ -116,7 +116,6 @@ class GroupRun:
             return {}
         for config in rerank:
             self.context.check(config)
-        for config in rerank:
             if not covers(self.key, config_legs_key(config), config.backend):
                 raise UsageError(f"arm {config.control_name} fetches other legs ({config_legs_key(config)}) "
                                  f"than its group ({self.key}); its pairs cannot be scored here")
