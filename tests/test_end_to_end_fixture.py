@@ -105,6 +105,30 @@ def test_bm25_filters_do_not_score_and_operator_words_are_plain_words(state: Pat
     assert index.bm25("what did we decide IN the meeting AND NOT later", 5)  # no query-syntax error
 
 
+def test_the_knn_leg_gathers_its_plane_once_and_scores_what_a_fresh_gather_scores(state: Path) -> None:
+    import numpy as np
+
+    from harness.index.embedded import EmbeddedIndex, top_by_score_then_row
+
+    index = EmbeddedIndex(state / "index")
+    matrix = index.vectors("header")
+    rng = np.random.default_rng(7)
+    for doc_type, rows in (("chunk", np.flatnonzero(index._row_is_chunk)),
+                           ("digest", np.flatnonzero(~index._row_is_chunk))):
+        for _ in range(5):
+            query = rng.standard_normal(matrix.shape[1]).astype(np.float32)
+            # what the leg computed before it kept the plane: the rows gathered afresh for this query
+            scores = (1.0 + (matrix[rows] @ query).astype(np.float64)) / 2.0
+            expected = [(index.docs[int(rows[i])]["id"], float(scores[i]))
+                        for i in top_by_score_then_row(scores, 7)]
+            assert [(h.doc_id, h.score) for h in index.knn(query, 7, mode="header", doc_type=doc_type)] == expected
+        assert index._plane("header", doc_type)[1] is index._plane("header", doc_type)[1]
+    files = sorted(index.file_ids)[:1]
+    scoped = index.knn(rng.standard_normal(matrix.shape[1]).astype(np.float32), 500, mode="header", file_uuids=files)
+    assert scoped and {index.record(h.doc_id).file_uuid for h in scoped} == set(files)
+    assert len(scoped) == sum(d["file_uuid"] in files and d["doc_type"] == "chunk" for d in index.docs)
+
+
 def test_a_mixed_vector_space_is_refused_with_exit_3_and_nothing_written(state: Path, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     import shutil

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -190,6 +191,9 @@ class EmbeddedIndex:
         self._index = tantivy.Index.open(str(path / "tantivy"))
         self._searcher = self._index.searcher()
         self._vectors: dict[str, np.ndarray] = {}
+        # (embedded text, doc type) -> the rows of that plane and their vectors, gathered once
+        self._planes: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._planes_lock = threading.Lock()
         files = sorted({d["file_uuid"] for d in self.docs})
         self.file_ids = {f: i for i, f in enumerate(files)}
         self._row_of = {d["id"]: i for i, d in enumerate(self.docs)}
@@ -260,20 +264,37 @@ class EmbeddedIndex:
 
     def knn(self, query_vector: np.ndarray, k: int, *, mode: EmbeddingTextMode, doc_type: str = "chunk",
             file_uuids: Sequence[str] | None = None, speaker: str | None = None) -> list[LegHit]:
-        matrix = self.vectors(mode)
-        mask = self._row_is_chunk if doc_type == "chunk" else ~self._row_is_chunk
-        if file_uuids is not None:
-            wanted = [self.file_ids[f] for f in file_uuids if f in self.file_ids]
-            mask = mask & np.isin(self._row_file, np.array(wanted, dtype=np.int32))
-        if speaker is not None:
-            mask = mask & np.array([d["speaker"] == speaker for d in self.docs], dtype=bool)
-        rows = np.flatnonzero(mask)
+        if file_uuids is None and speaker is None:
+            rows, candidates = self._plane(mode, doc_type)
+        else:
+            mask = self._row_is_chunk if doc_type == "chunk" else ~self._row_is_chunk
+            if file_uuids is not None:
+                wanted = [self.file_ids[f] for f in file_uuids if f in self.file_ids]
+                mask = mask & np.isin(self._row_file, np.array(wanted, dtype=np.int32))
+            if speaker is not None:
+                mask = mask & np.array([d["speaker"] == speaker for d in self.docs], dtype=bool)
+            rows = np.flatnonzero(mask)
+            candidates = self.vectors(mode)[rows]
         if rows.size == 0 or k < 1:
             return []
-        cos = matrix[rows] @ query_vector.astype(np.float32)
+        cos = candidates @ query_vector.astype(np.float32)
         scores = (1.0 + cos.astype(np.float64)) / 2.0
         order = top_by_score_then_row(scores, k)
         return [LegHit(doc_id=self.docs[int(rows[i])]["id"], score=float(scores[i])) for i in order]
+
+    def _plane(self, mode: EmbeddingTextMode, doc_type: str) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of ``doc_type`` and their ``mode`` vectors, gathered once (a float32 copy the size
+        of the plane, kept for the index's life). An unfiltered kNN leg multiplies them as they are:
+        gathering them again for every query cost four times the multiplication (164,421 header
+        vectors: 107 of 131 ms a query), and the product is the same bytes either way, the same
+        contiguous rows in a fresh array of the same size."""
+        with self._planes_lock:
+            plane = self._planes.get((mode, doc_type))
+            if plane is None:
+                mask = self._row_is_chunk if doc_type == "chunk" else ~self._row_is_chunk
+                rows = np.flatnonzero(mask)
+                plane = self._planes[(mode, doc_type)] = (rows, self.vectors(mode)[rows])
+            return plane
 
     # -- aggregations (answers engine) ----------------------------------------------------------
     def phrase_file_buckets(self, phrase: str, *, size: int = 10_000) -> dict[str, int]:
