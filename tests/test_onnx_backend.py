@@ -149,3 +149,75 @@ def test_the_setting_is_the_flags_twin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_BACKEND", "tensorrt")
     with pytest.raises(ValueError, match="torch"):
         settings()
+
+
+def _tiny_bert(seed: int) -> Any:
+    import torch
+
+    torch.manual_seed(seed)
+    return torch.nn.ModuleDict({"words": torch.nn.Embedding(50, 8), "types": torch.nn.Embedding(2, 8),
+                                "head": torch.nn.Linear(8, 1)}).eval()
+
+
+class _OneName:  # two wrappers of one computation, of other names, defined on other lines
+    def __init__(self, inner: Any) -> None:
+        import torch
+
+        class Wrapper(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+                hidden = self.inner["words"](input_ids) + self.inner["types"](token_type_ids)
+                pooled = (hidden * attention_mask.unsqueeze(-1)).sum(1)
+                return self.inner["head"](pooled)
+
+        self.module = Wrapper().eval()
+
+
+def _other_name(inner: Any) -> Any:
+    import torch
+
+    class SomethingElse(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.inner["words"](input_ids) + self.inner["types"](token_type_ids)
+            pooled = (hidden * attention_mask.unsqueeze(-1)).sum(1)
+            return self.inner["head"](pooled)
+
+    return SomethingElse().eval()
+
+
+def test_the_exports_bytes_carry_no_python_annotations_so_its_sha256_is_the_computations(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install 'ragsweep[onnx]')")
+    pytest.importorskip("onnxscript", reason="onnxscript is not installed (pip install 'ragsweep[onnx]')")
+    import onnx
+    import torch
+
+    from harness.index.onnx_backend import EXPORT_SCHEMA, export_graph
+
+    probe = {"input_ids": torch.tensor([[3, 7, 9, 0], [4, 2, 0, 0]]),
+             "attention_mask": torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]]),
+             "token_type_ids": torch.tensor([[0, 0, 1, 0], [0, 1, 0, 0]])}
+    inner = _tiny_bert(0)
+    first = export_graph(_OneName(inner).module, probe, tmp_path / "a", output="logits")
+    second = export_graph(_other_name(inner), probe, tmp_path / "b", output="logits")
+    assert first["schema"] == EXPORT_SCHEMA and first["sha256"] == second["sha256"]
+    model = onnx.load(str(tmp_path / "a" / "model.onnx"))
+    annotated = [n.name for n in model.graph.node if n.metadata_props or n.doc_string]
+    assert model.graph.node and not annotated
+    # other weights: another graph (the sha256 still says what is computed)
+    assert export_graph(_other_name(_tiny_bert(1)), probe, tmp_path / "c", output="logits")["sha256"] != first["sha256"]
+    # an export of the schema before (annotated) is made again, not refused; one whose bytes changed is refused
+    record = json.loads((tmp_path / "a" / "export.json").read_text(encoding="utf-8"))
+    (tmp_path / "a" / "export.json").write_text(json.dumps({**record, "schema": "ragsweep.onnx-export/1",
+                                                            "sha256": "0" * 64}), encoding="utf-8")
+    assert export_graph(_OneName(inner).module, probe, tmp_path / "a", output="logits")["sha256"] == first["sha256"]
+    with (tmp_path / "a" / "model.onnx").open("ab") as fh:
+        fh.write(b"\0")
+    with pytest.raises(IntegrityError, match=r"does not match its export\.json"):
+        export_graph(_OneName(inner).module, probe, tmp_path / "a", output="logits")
