@@ -174,11 +174,8 @@ def strip_annotations(path: Path) -> None:
         if hasattr(proto, "doc_string"):
             proto.doc_string = ""
 
-    def graph(g: Any) -> None:
-        clear(g)
-        for item in (*g.input, *g.output, *g.value_info, *g.initializer, *g.sparse_initializer):
-            clear(item)
-        for node in g.node:
+    def nodes(owner: Any) -> None:
+        for node in owner.node:
             clear(node)
             for attribute in node.attribute:
                 clear(attribute)
@@ -187,12 +184,17 @@ def strip_annotations(path: Path) -> None:
                 for sub in attribute.graphs:
                     graph(sub)
 
+    def graph(g: Any) -> None:
+        clear(g)
+        for item in (*g.input, *g.output, *g.value_info, *g.initializer, *g.sparse_initializer):
+            clear(item)
+        nodes(g)
+
     clear(model)
     graph(model.graph)
     for function in model.functions:
         clear(function)
-        for node in function.node:
-            clear(node)
+        nodes(function)
     onnx.save(model, str(path))
 
 
