@@ -159,24 +159,26 @@ def _tiny_bert(seed: int) -> Any:
                                 "head": torch.nn.Linear(8, 1)}).eval()
 
 
-class _OneName:  # two wrappers of one computation, of other names, defined on other lines
-    def __init__(self, inner: Any) -> None:
-        import torch
-
-        class Wrapper(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.inner = inner
-
-            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-                hidden = self.inner["words"](input_ids) + self.inner["types"](token_type_ids)
-                pooled = (hidden * attention_mask.unsqueeze(-1)).sum(1)
-                return self.inner["head"](pooled)
-
-        self.module = Wrapper().eval()
+def _tiny_forward(inner: Any, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+    hidden = inner["words"](input_ids) + inner["types"](token_type_ids)
+    return inner["head"]((hidden * attention_mask.unsqueeze(-1)).sum(1))
 
 
-def _other_name(inner: Any) -> Any:
+def _wrapper(inner: Any) -> Any:
+    import torch
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return _tiny_forward(self.inner, input_ids, attention_mask, token_type_ids)
+
+    return Wrapper().eval()
+
+
+def _other_name(inner: Any) -> Any:  # the same computation, wrapped by a class of another name on other lines
     import torch
 
     class SomethingElse(torch.nn.Module):
@@ -185,9 +187,8 @@ def _other_name(inner: Any) -> Any:
             self.inner = inner
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.inner["words"](input_ids) + self.inner["types"](token_type_ids)
-            pooled = (hidden * attention_mask.unsqueeze(-1)).sum(1)
-            return self.inner["head"](pooled)
+            # a line more, so the forward's stack trace names other line numbers too
+            return _tiny_forward(self.inner, input_ids, attention_mask, token_type_ids)
 
     return SomethingElse().eval()
 
@@ -204,7 +205,7 @@ def test_the_exports_bytes_carry_no_python_annotations_so_its_sha256_is_the_comp
              "attention_mask": torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]]),
              "token_type_ids": torch.tensor([[0, 0, 1, 0], [0, 1, 0, 0]])}
     inner = _tiny_bert(0)
-    first = export_graph(_OneName(inner).module, probe, tmp_path / "a", output="logits")
+    first = export_graph(_wrapper(inner), probe, tmp_path / "a", output="logits")
     second = export_graph(_other_name(inner), probe, tmp_path / "b", output="logits")
     assert first["schema"] == EXPORT_SCHEMA and first["sha256"] == second["sha256"]
     model = onnx.load(str(tmp_path / "a" / "model.onnx"))
@@ -216,8 +217,8 @@ def test_the_exports_bytes_carry_no_python_annotations_so_its_sha256_is_the_comp
     record = json.loads((tmp_path / "a" / "export.json").read_text(encoding="utf-8"))
     (tmp_path / "a" / "export.json").write_text(json.dumps({**record, "schema": "ragsweep.onnx-export/1",
                                                             "sha256": "0" * 64}), encoding="utf-8")
-    assert export_graph(_OneName(inner).module, probe, tmp_path / "a", output="logits")["sha256"] == first["sha256"]
+    assert export_graph(_wrapper(inner), probe, tmp_path / "a", output="logits")["sha256"] == first["sha256"]
     with (tmp_path / "a" / "model.onnx").open("ab") as fh:
         fh.write(b"\0")
     with pytest.raises(IntegrityError, match=r"does not match its export\.json"):
-        export_graph(_OneName(inner).module, probe, tmp_path / "a", output="logits")
+        export_graph(_wrapper(inner), probe, tmp_path / "a", output="logits")
