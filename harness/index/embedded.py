@@ -267,7 +267,7 @@ class EmbeddedIndex:
         if file_uuids is None and speaker is None:
             rows, candidates = self._plane(mode, doc_type)
         else:
-            mask = self._row_is_chunk if doc_type == "chunk" else ~self._row_is_chunk
+            mask = self._type_mask(doc_type)
             if file_uuids is not None:
                 wanted = [self.file_ids[f] for f in file_uuids if f in self.file_ids]
                 mask = mask & np.isin(self._row_file, np.array(wanted, dtype=np.int32))
@@ -291,10 +291,12 @@ class EmbeddedIndex:
         with self._planes_lock:
             plane = self._planes.get((mode, doc_type))
             if plane is None:
-                mask = self._row_is_chunk if doc_type == "chunk" else ~self._row_is_chunk
-                rows = np.flatnonzero(mask)
+                rows = np.flatnonzero(self._type_mask(doc_type))
                 plane = self._planes[(mode, doc_type)] = (rows, self.vectors(mode)[rows])
             return plane
+
+    def _type_mask(self, doc_type: str) -> np.ndarray:
+        return self._row_is_chunk if doc_type == "chunk" else ~self._row_is_chunk
 
     # -- aggregations (answers engine) ----------------------------------------------------------
     def phrase_file_buckets(self, phrase: str, *, size: int = 10_000) -> dict[str, int]:
