@@ -8,11 +8,13 @@ published to the artefact store.
     python -m jobs.arm ... --arm-json '[...]' --legs KEY --part 2/2  # ... the second of two: queries from the middle on
     python -m jobs.arm ... --arm-json '[...]' --processes 2      # a group's arms spread over 2 processes
     python -m jobs.arm ... --legs KEY --part 1/2 --prescore '[...]'  # the group's pairs scored first, this part's
+    python -m jobs.arm ... --legs KEY --scores KEY1,KEY2         # the group's pairs, published by its scores Jobs
 
 Every flag but the local executor's --rerank-threads, --part and --prescore has an environment twin
 (RAGSWEEP_STATE, RAGSWEEP_STORE, RAGSWEEP_SWEEP_ID, RAGSWEEP_ARM, RAGSWEEP_RERANKER,
 RAGSWEEP_S3_ENDPOINT, RAGSWEEP_WORKERS, RAGSWEEP_BACKEND, RAGSWEEP_LEGS, RAGSWEEP_EMBEDDING_BACKEND,
-RAGSWEEP_PROCESSES, RAGSWEEP_RERANK_CACHE, RAGSWEEP_RERANK_DEVICE, RAGSWEEP_RERANK_BACKEND), which
+RAGSWEEP_PROCESSES, RAGSWEEP_RERANK_CACHE, RAGSWEEP_RERANK_DEVICE, RAGSWEEP_RERANK_BACKEND,
+RAGSWEEP_SCORES), which
 is how a Job spec passes them. An arm whose complete artefact set for the same config hash is
 already in the store is skipped. A failure is
 published as failed.json (so the collector names it); the other arms of a group still run, and
@@ -40,7 +42,7 @@ from typing import Any
 from harness.commands.settings import settings
 from harness.errors import EXIT_INTERNAL, HarnessError
 from jobs import entrypoint
-from jobs.entry import group_flags, parse_arms, require
+from jobs.entry import bench_config, group_flags, open_group, parse_arms, part, require, reranker_flags
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -48,16 +50,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m jobs.arm", description=__doc__.split("\n\n")[0])
     group_flags(p, env, "the arm spec {name, family, axis, config}, or a list of them that share legs",
                 "store key of the group's published legs.json: legs are read from it, never fetched")
-    p.add_argument("--reranker", type=Path, default=env.reranker)
-    p.add_argument("--rerank-device", default=env.rerank_device, metavar="cpu|cuda|cuda:N",
-                   help="what runs the cross-encoder (default cpu; a Kubernetes rerank Job: cuda)")
-    p.add_argument("--rerank-backend", default=env.rerank_backend, metavar="torch|onnx",
-                   help="the cross-encoder's runtime: torch (default), or onnx (onnxruntime, CPU only)")
-    p.add_argument("--rerank-threads", type=int, default=0, metavar="N",
-                   help="the CPU threads the cross-encoder scores on, torch's (this process's) or onnxruntime's "
-                        "(default 0: torch's thread count); the local executor gives each process its share of "
-                        "the cores")
-    p.add_argument("--part", type=_part, default=(0, 1), metavar="K/P",
+    reranker_flags(p, env)
+    p.add_argument("--part", type=part, default=(0, 1), metavar="K/P",
                    help="this process is the K-th of P running a group's arms at once: its arms answer their "
                         "queries from the (K-1)/P-th on, so processes scoring the same pairs do not score "
                         "them at once (default 1/1; the local executor passes it)")
@@ -66,10 +60,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         "own arms run, the process scores every pair they ask the cross-encoder for into the score "
                         "cache, its part of the queries (--part) first, then the others' from the far end, a pair "
                         "found there read, not scored (the local executor passes it when the cache is shared)")
+    p.add_argument("--scores", default=env.scores, metavar="KEY[,KEY...]",
+                   help="store keys of the group's cross-encoder scores published by its scores Jobs (jobs.scores): "
+                        "read into the score cache before the arms run, the first pair read scored again to check")
     p.add_argument("--rerank-cache", default=env.rerank_cache, metavar="DIR|none",
                    help="the cross-encoder score cache, shared by every process and sweep on the machine "
                         "(default var/cache/rerank; none: scores kept in this process only)")
-    p.add_argument("--workers", type=int, default=env.workers)
     p.add_argument("--processes", type=int, default=env.processes,
                    help="processes a group's arms are spread over once its legs are fetched (default 1)")
     args = p.parse_args(argv)
@@ -77,14 +73,6 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--processes must be at least 1")
     require(p, args, ("state", "store", "sweep_id", "arm_json"))
     return args
-
-
-def _part(text: str) -> tuple[int, int]:
-    """``K/P`` (1 <= K <= P) as (K - 1, P)."""
-    k, slash, p = text.partition("/")
-    if not (slash and k.isdigit() and p.isdigit() and 1 <= int(k) <= int(p)):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected K/P with 1 <= K <= P, e.g. 2/3")
-    return int(k) - 1, int(p)
 
 
 def _arm_list(text: str) -> list[Any]:
@@ -101,7 +89,6 @@ def _arm_list(text: str) -> list[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.bench.config import BenchConfig
     from harness.sweep.catalogue import config_hash
     from harness.sweep.executor import measurement_identity, open_store
     from harness.sweep.storage import is_complete
@@ -111,20 +98,13 @@ def run(args: argparse.Namespace) -> int:
     pending: list[tuple[Any, str, Any]] = []
     failures: list[int] = []
 
-    def bench_config(arm: Any) -> BenchConfig:
-        # The arm's config is bench's own configuration model: handed over as is, never turned back into argv.
-        return BenchConfig(arm=arm.arm_config, control_name=arm.name, workers=args.workers,
-                           backend=args.backend, reranker=args.reranker,
-                           rerank_device=args.rerank_device, rerank_backend=args.rerank_backend,
-                           onnx_dir=Path(settings().onnx_cache), rerank_threads=args.rerank_threads)
-
     for arm in arms:
         digest = config_hash(arm, measurement_identity(args.state, arm, args.reranker, args.backend, _scorer(args)))
         if is_complete(store, args.sweep_id, arm, digest):
             print(f"{arm.name}: complete for config {digest[:12]}, skipped")
             continue
         try:
-            config = bench_config(arm)
+            config = bench_config(args, arm)
         except BaseException as e:
             failures.append(_failed(store, args.sweep_id, arm, digest, e))
             continue
@@ -132,10 +112,12 @@ def run(args: argparse.Namespace) -> int:
     if not pending:
         return failures[0] if failures else 0
     try:
-        group = _open_group(args, store, [config for _, _, config in pending])
+        group = open_group(args, store, [config for _, _, config in pending], args.rerank_cache)
         group.part = args.part
+        if args.scores and any(config.bench_stage.needs_reranker for _, _, config in pending):
+            _read_scores(group, store, args)
         if args.prescore:
-            _prescore(group, [bench_config(arm) for arm in args.prescore])
+            _prescore(group, [bench_config(args, arm) for arm in args.prescore])
     except BaseException as e:
         failures += [_failed(store, args.sweep_id, arm, digest, e) for arm, digest, _ in pending]
         return failures[0]
@@ -167,6 +149,31 @@ def _prescore(group: Any, configs: list[Any]) -> None:
         print(f"prescore: {len(done['arms'])} rerank arms, {done['pairs']} pairs asked over {done['queries']} "
               f"queries: {done['scored']} scored, {done['from_cache']} read from the cache in {done['seconds']}s",
               flush=True)
+
+
+def _read_scores(group: Any, store: Any, args: argparse.Namespace) -> None:
+    """Read every part of the group's published scores (``--scores``) into the score cache. A part made
+    by another scorer (another GPU's kernels, other library versions) is not read: its pairs are scored
+    here, and the process says so, on stderr and in each arm's runinfo."""
+    from harness.sweep.scores import read_scores
+
+    scorer = group.context.reranker(args.reranker)
+    ours = scorer.key()
+    done: dict[str, Any] = {"parts": [], "pairs": 0, "other_scorer": []}
+    for key in [k for k in args.scores.split(",") if k]:
+        doc, scores = read_scores(store, key)
+        if doc.scorer != ours:
+            differ = sorted(n for n in {*doc.scorer, *ours} if doc.scorer.get(n) != ours.get(n))
+            print(f"note: the scores at {key} were made by another scorer ({', '.join(differ)} differ): its "
+                  f"{doc.pairs} pairs are scored here", file=sys.stderr, flush=True)
+            done["other_scorer"].append(key)
+            continue
+        scorer.seed(scores, key)
+        done["parts"].append(key)
+        done["pairs"] += len(scores)
+    print(f"published scores: {done['pairs']} pairs from {len(done['parts'])} parts read into the score cache",
+          flush=True)
+    group.published_scores = done
 
 
 def _run_share(args: argparse.Namespace, store: Any, group: Any, share: list[tuple[int, Any]]) -> list[int]:
@@ -217,44 +224,6 @@ def _run_forked(args: argparse.Namespace, store: Any, group: Any, pending: list[
         if code != 0:  # the child published its arms' failures itself; a signal left them unpublished
             failures.append(code if code > 0 else EXIT_INTERNAL)
     return failures
-
-
-def _open_group(args: argparse.Namespace, store: Any, configs: list[Any]) -> Any:
-    """The group of the arms still to run (``configs``, their run-level settings the same), opened once."""
-    from harness.bench.config import legs_key, shared_legs_key
-    from harness.bench.group import GroupRun
-    from harness.index.embed import DEFAULT_EMBEDDING_MODEL, SentenceTransformerEmbedder, model_identity
-    from harness.retrieval.legs import TableEncoder
-    from harness.state import State
-    from harness.sweep.legs import read_legs
-
-    published = read_legs(store, args.legs) if args.legs else None
-    state = State.open(args.state)
-    embedder: Any
-    if published is not None and published.vectors is not None and args.embedding_backend == "torch":
-        # the table carries the query vectors: the model's identity (its weights' digest) is all this
-        # process needs of it, to check the table and the index were made with it; nothing is loaded
-        embedder = TableEncoder(identity=model_identity(DEFAULT_EMBEDDING_MODEL)[0], table=published)
-    else:
-        embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL, backend=args.embedding_backend,
-                                               onnx_dir=Path(settings().onnx_cache))
-    if published is not None:
-        from harness.errors import IntegrityError
-        from harness.sweep.executor import legs_identity
-
-        ours = {"state": legs_identity(args.state, args.backend),
-                "embedder": embedder.identity}
-        theirs = {name: published.group.get(name) for name in ours}
-        if theirs != ours:
-            raise IntegrityError(f"the shared legs at {args.legs} were fetched for {theirs}, not this arm's {ours}; "
-                                 "rerun the sweep so its legs Job fetches them again")
-    from harness.retrieval.scorecache import cache_root
-
-    # the group fetches the legs of the deepest fusion window among the arms still to run (they all cut them)
-    key = shared_legs_key([legs_key(c.arm) for c in configs], args.backend)
-    return GroupRun.open(state, configs[0], embedder, opensearch_url=settings().opensearch_url,
-                         pg_dsn=settings().pg_dsn or "", published=published,
-                         score_cache=cache_root(args.rerank_cache), key=key)
 
 
 def _run_one(args: argparse.Namespace, store: Any, group: Any, arm: Any, digest: str, config: Any,

@@ -26,7 +26,13 @@ kv = pytest.importorskip("kubernetes_validate", reason="kubernetes-validate is n
 pytest.importorskip("kubernetes", reason="the kubernetes client is not installed")
 
 from harness.sweep.catalogue import CATALOGUE  # noqa: E402
-from harness.sweep.k8s.builders import build_arm_job, build_collector_job, serialize  # noqa: E402
+from harness.sweep.k8s.builders import (  # noqa: E402
+    build_arm_job,
+    build_collector_job,
+    build_legs_job,
+    build_scores_job,
+    serialize,
+)
 from harness.sweep.k8s.settings import parse_settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,6 +185,8 @@ EXPECTED_CREDENTIALS: dict[tuple[str, str], frozenset[str]] = {
     ("arm", "fetch-state"): frozenset({"s3-id", "s3-secret"}),
     ("arm", "fetch-reranker"): frozenset({"s3-id", "s3-secret"}),
     ("arm", "arm"): frozenset({"s3-id", "s3-secret", "pg"}),
+    ("arm", "legs"): frozenset({"s3-id", "s3-secret", "pg"}),  # a legs Job: the arm's environment
+    ("arm", "scores"): frozenset({"s3-id", "s3-secret", "pg"}),  # a scores Job: the arm's environment
     ("collector", "collector"): frozenset({"s3-id", "s3-secret"}),
     ("test", "opensearch"): frozenset(),
     ("test", "postgresql"): frozenset(),
@@ -200,7 +208,8 @@ def _values(path: Path) -> dict[str, Any]:
 
 def _release_pods(docs: list[dict[str, Any]], path: Path) -> list[tuple[str, dict[str, str], dict[str, Any]]]:
     """(where, labels, pod spec) of every pod the release runs: the chart's, and the launcher's Jobs
-    (a CPU arm, a rerank arm and the collector) built from the chart's own launcher ConfigMap."""
+    (a CPU arm, a rerank arm, a legs and a scores Job, and the collector) built from the chart's own
+    launcher ConfigMap."""
     pods = []
     for doc in docs:
         if doc["kind"] in ("Deployment", "StatefulSet", "Job"):
@@ -213,11 +222,21 @@ def _release_pods(docs: list[dict[str, Any]], path: Path) -> list[tuple[str, dic
     cpu_arm = next(a for a in CATALOGUE.arms if not a.needs_reranker)
     gpu_arm = next(a for a in CATALOGUE.arms if a.needs_reranker)
     jobs = [build_arm_job(settings, cpu_arm, SWEEP_ID), build_collector_job(settings, SWEEP_ID, "fusion"),
-            build_arm_job(settings, gpu_arm, SWEEP_ID, reranker_key="rerankers/r/reranker.tar.gz")]
+            build_arm_job(settings, gpu_arm, SWEEP_ID, reranker_key="rerankers/r/reranker.tar.gz"),
+            *_sharing_jobs(settings, SWEEP_ID)]
     for job in map(serialize, jobs):
         template = job["spec"]["template"]
         pods.append((f"launcher Job/{job['metadata']['name']}", template["metadata"]["labels"], template["spec"]))
     return pods
+
+
+def _sharing_jobs(settings: Any, sweep_id: str) -> list[Any]:
+    """The Jobs that publish what a group's arms share: its legs (CPU) and a part of its scores (GPU)."""
+    rerank = [a for a in CATALOGUE.arms if a.needs_reranker]
+    legs = f"sweeps/{sweep_id}/legs/0123456789abcdef/legs.json"
+    return [build_legs_job(settings, rerank, sweep_id, "legs-x", legs),
+            build_scores_job(settings, rerank, sweep_id, "scores-x", legs=legs, part=(0, 2),
+                             scores=f"sweeps/{sweep_id}/scores/x.json", reranker_key="rerankers/r/reranker.tar.gz")]
 
 
 def _policies(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -427,6 +446,8 @@ def test_the_launcher_configmap_is_what_the_builders_read(scenario: tuple[Path, 
         job = serialize(build_arm_job(settings, arm, "fusion-0123456789ab", reranker_key="rerankers/r/reranker.tar.gz"))
         kv.validate(job, KUBE_VERSION, strict=True)
     kv.validate(serialize(build_collector_job(settings, "fusion-0123456789ab", "fusion")), KUBE_VERSION, strict=True)
+    for job in _sharing_jobs(settings, "fusion-0123456789ab"):
+        kv.validate(serialize(job), KUBE_VERSION, strict=True)
 
 
 def test_validate_values_fails_once_listing_every_problem() -> None:

@@ -446,7 +446,7 @@ def test_an_arm_job_of_a_shared_group_is_told_where_its_legs_are() -> None:
 
 def test_the_legs_plan_runs_a_legs_job_only_for_unpublished_shared_groups(tmp_path: Path) -> None:
     from harness.objectstore import LocalFolderStore
-    from harness.sweep.k8s.executor import plan_legs
+    from harness.sweep.k8s.plan import plan_legs
 
     store = LocalFolderStore(tmp_path)
     shallow = CATALOGUE.family("diversity").arm("retrieve-12")  # window 100: cuts the fusion arms' 192
@@ -471,7 +471,7 @@ def test_a_resumed_plan_reads_the_deeper_legs_of_the_sweeps_complete_arms(tmp_pa
     """pool-96 (window 384) complete, pool-12 and pool-24 (100) pending: the window-384 legs.json serves
     them (cut at 100), so no legs Job; without it, or with another scope, one is planned at 100."""
     from harness.objectstore import LocalFolderStore
-    from harness.sweep.k8s.executor import plan_legs
+    from harness.sweep.k8s.plan import plan_legs
     from harness.sweep.legs import group_id, legs_store_key
 
     store = LocalFolderStore(tmp_path)

@@ -5,13 +5,14 @@ scores read back as the bits it gives."""
 from __future__ import annotations
 
 import multiprocessing
+import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.bench.context import ScoreCache
-from harness.errors import IntegrityError
+from harness.errors import IntegrityError, UsageError
 from harness.retrieval.scorecache import StoredScores, cache_root, pair_key
 
 KEY = {"weights_sha256": "ab" * 32, "scoring": "test"}
@@ -144,3 +145,37 @@ def test_a_cache_folder_that_cannot_be_made_is_a_usage_error_in_one_line(tmp_pat
     with pytest.raises(UsageError, match=r"cannot create it.*--rerank-cache DIR or none") as e:
         StoredScores(tmp_path / "file", KEY)
     assert "\n" not in str(e.value)
+
+
+def test_packed_scores_travel_as_the_same_bits_and_seed_a_cache_that_checks_them(tmp_path: Path) -> None:
+    """What a scores Job publishes: records in key order (the same scores, the same bytes, whatever order
+    they were held in), read back as the same bits; torn, repeated or unordered records refused. Seeded
+    into another process's cache, they are read, not scored, after the first is scored again and matches;
+    a seeded score that is not the model's fails that check."""
+    from harness.retrieval.scorecache import pack_scores, scorer_key, unpack_scores
+
+    scores = {pair_key(q, p): v for (q, p), v in VALUES.items()}
+    packed = pack_scores(scores)
+    assert packed == pack_scores(dict(reversed(list(scores.items())))) and len(packed) == 40 * len(scores)
+    back = unpack_scores(packed, "part")
+    assert {k: struct.pack("<d", v) for k, v in back.items()} == {k: struct.pack("<d", v) for k, v in scores.items()}
+    for bad, why in ((packed[:-1], "not a whole number of 40-byte records"),
+                     (packed[40:80] + packed[:40], "record 2 is out of key order or repeated"),
+                     (packed[:40] + packed[:40], "record 2 is out of key order or repeated")):
+        with pytest.raises(IntegrityError, match=f"part: .*{why}"):
+            unpack_scores(bad, "part")
+
+    scorer = Counting(VALUES)
+    cache = ScoreCache(scorer, StoredScores(tmp_path / "a", KEY))  # type: ignore[arg-type]
+    assert cache.key() == scorer_key(KEY) == cache.store.key  # type: ignore[union-attr]
+    cache.seed(back, "part-1")
+    assert cache.score("q", ["a", "b", "c"]) == [VALUES[("q", p)] for p in "abc"]
+    assert cache.counts() == {"scored": 0, "reused": 0, "from_cache": 3, "checked": 1}
+    assert scorer.asked == [("q", "a")]  # the check, and nothing else
+    assert set(cache.pairs()) == {pair_key("q", p) for p in "abc"}
+    wrong = ScoreCache(Counting(VALUES), StoredScores(tmp_path / "b", KEY))  # type: ignore[arg-type]
+    wrong.seed({**back, pair_key("q", "a"): 1.0}, "part-2")
+    with pytest.raises(IntegrityError, match=r"gives a pair 1\.0 where the model gives"):
+        wrong.score("q", ["a"])
+    with pytest.raises(UsageError, match="published at part-3 are read into the score cache"):
+        ScoreCache(Counting(VALUES)).seed(back, "part-3")  # type: ignore[arg-type]

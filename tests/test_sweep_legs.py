@@ -280,7 +280,7 @@ def test_each_process_reading_a_groups_legs_is_told_its_part_and_a_bad_part_is_r
         with pytest.raises(SystemExit) as raised:
             arm_job.parse([*head, bad])
         assert raised.value.code == 2 and "argument --prescore: not arm specs: " in capsys.readouterr().err
-    assert arm_job._part("2/3") == (1, 3)
+    assert arm_job.part("2/3") == (1, 3)
     for bad in ("0/2", "3/2", "2", "a/b", "1/0"):
         with pytest.raises(SystemExit) as raised:
             arm_job.parse(["--state", "x", "--store", "y", "--sweep-id", "z", "--arm-json", "{}", "--part", bad])

@@ -27,7 +27,7 @@ from harness.judge import Judgements, judge
 from harness.model import Corpus, Query
 from harness.retrieval.legs import LegCache
 from harness.retrieval.rerank import CrossEncoderReranker, refuse_untrained
-from harness.retrieval.scorecache import StoredScores, pair_key
+from harness.retrieval.scorecache import StoredScores, pair_key, scorer_key
 from harness.state import State
 
 
@@ -84,6 +84,23 @@ class ScoreCache:
                 if self.store is not None:
                     self.store.put((pair_key(query, p), v) for p, v in zip(missing, values, strict=True))
             return [self._scores[(query, p)] for p in passages]
+
+    def key(self) -> dict[str, Any]:
+        """What decides a score's bits besides the pair (the store's key, whether or not there is a store)."""
+        return self.store.key if self.store is not None else scorer_key(self.reranker.cache_key())
+
+    def pairs(self) -> dict[bytes, float]:
+        """Every score this process holds (scored, or read), by pair key: what a scores Job publishes."""
+        with self._lock:
+            return {pair_key(query, passage): value for (query, passage), value in self._scores.items()}
+
+    def seed(self, scores: dict[bytes, float], source: str) -> None:
+        """Put scores another process published (``source``) into the store, where a pair is then read
+        like any cached one: the first read is scored again and checked (``_check``)."""
+        if self.store is None:
+            raise UsageError(f"the cross-encoder scores published at {source} are read into the score cache: "
+                             "pass --rerank-cache DIR (RAGSWEEP_RERANK_CACHE), not none")
+        self.store.put(scores.items())
 
     def _check(self, query: str, passage: str, cached: float) -> None:
         """Score the first pair found in the store and refuse the store if the bits differ."""

@@ -63,6 +63,9 @@ class GroupRun:
     # the score cache the other wrote (they both scored every query they met at once before)
     part: tuple[int, int] = (0, 1)
     prescored: dict[str, Any] | None = None  # what ``prescore`` did, reported in every arm's runinfo
+    # scores other processes published for this group's pairs, read into the score cache before any arm
+    # ran (jobs.arm --scores): which, how many pairs, and any left unread because another scorer made them
+    published_scores: dict[str, Any] | None = None
 
     @classmethod
     def open(cls, state: State, settings: BenchConfig, embedder: Embedder, *, opensearch_url: str = "",
@@ -100,8 +103,8 @@ class GroupRun:
         self.context.answers()
         self.prefetched += cache.counts()["fetched"] - before
 
-    def prescore(self, configs: Sequence[BenchConfig],
-                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    def prescore(self, configs: Sequence[BenchConfig], progress: Callable[[int, int], None] | None = None, *,
+                 own_part: bool = False) -> dict[str, Any]:
         """Have the cross-encoder score, into the context's score cache, every pair the rerank arms of
         ``configs`` (the whole group's, this process's and the others') will ask for, over this
         process's part of the queries first and then over the others' from the far end
@@ -110,7 +113,8 @@ class GroupRun:
         and none idles while another scores an arm alone. The arms then read every pair from the
         cache; their results are the bytes they write scoring each pair themselves (a pair's score
         is its own forward pass's). What was done is returned and reported in each arm's runinfo;
-        ``progress(done, total)`` is called after each query."""
+        ``progress(done, total)`` is called after each query. ``own_part``: this process's part of the
+        queries only (a Kubernetes scores Job, whose parts share no cache while they run: jobs.scores)."""
         rerank = [c for c in configs if c.bench_stage.needs_reranker]
         if not rerank:
             return {}
@@ -130,6 +134,9 @@ class GroupRun:
                          vectors=context.vectors, gold_files_only=c.arm.scope == "gold-files") for c in rerank]
         texts = context.texts()
         order = prescore_order(len(context.judged), self.part)
+        if own_part:
+            k, parts = self.part
+            order = order[:(k + 1) * len(context.judged) // parts - k * len(context.judged) // parts]
         pairs = 0
         for n, i in enumerate(order, start=1):
             passages = dict.fromkeys(texts[h.doc_id] for run in runs for h in rerank_candidates(run, i)[0])
@@ -177,7 +184,8 @@ class GroupRun:
                     "published": now["published"], "prefetched": self.prefetched,
                     "process": self.process, "query_vectors": self.query_vectors,
                     "part": f"{k + 1}/{parts}", "first_query": first,
-                    **({"prescored": self.prescored} if self.prescored is not None else {})}
+                    **({"prescored": self.prescored} if self.prescored is not None else {}),
+                    **({"published_scores": self.published_scores} if self.published_scores is not None else {})}
 
         metrics = run_arm(self.context, config, out, compare, started=started, legs_info=legs_info, first=first)
         self.arms_run += 1

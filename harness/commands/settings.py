@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     sweep_id: str | None = None
     arm: str | None = None  # the arm spec as JSON {name, family, axis, config}, or a list of arms sharing legs
     legs: str | None = None  # the store key of a group's published legs.json (jobs.arm reads, jobs.legs writes)
+    # store keys of a group's published cross-encoder scores, comma-separated (jobs.arm reads them all,
+    # jobs.scores writes one: its part, RAGSWEEP_SCORES_PART, "k/P")
+    scores: str | None = None
+    scores_part: str = "1/1"
     arms: str = "all"
     manifest: Path | None = None
     reranker: Path | None = None

@@ -24,6 +24,11 @@ The key names everything known to decide a score's bits besides the pair. As a g
 something it misses (a library that changes a kernel without changing its version), each process
 scores the first pair it finds cached itself and refuses the cache (``IntegrityError`` naming the
 folder) if the bits differ: one forward pass a process.
+
+Scores also travel between machines (a Kubernetes scores Job to the rerank arm Jobs of its group,
+harness.sweep.scores) as ``pack_scores`` records: 40 bytes a pair, the pair's 32-byte key and its
+score as a little-endian float64, in key order; the receiving process puts them in its own cache
+(``StoredScores.put``), where the same check applies.
 """
 
 from __future__ import annotations
@@ -42,12 +47,40 @@ from harness.objectstore import write_atomic
 
 CACHE_SCHEMA = "ragsweep.scorecache/1"
 _LOOKUP_CHUNK = 500  # pairs per SELECT ... IN (...): under SQLite's bound-parameter limit
+_RECORD = struct.Struct("<32sd")  # a packed score: the pair's key, the score
 
 
 def pair_key(query: str, passage: str) -> bytes:
     """sha256 over the query's length, the query and the passage (UTF-8): no two pairs share a key."""
     q = query.encode("utf-8")
     return hashlib.sha256(len(q).to_bytes(8, "little") + q + passage.encode("utf-8")).digest()
+
+
+def scorer_key(reranker_key: dict[str, Any]) -> dict[str, Any]:
+    """What a cache folder, or a packed set of scores, is keyed by: the schema and the reranker's
+    ``cache_key()`` (harness.retrieval.rerank): scores under two equal keys are the same bits."""
+    return {"schema": CACHE_SCHEMA, **reranker_key}
+
+
+def pack_scores(scores: dict[bytes, float]) -> bytes:
+    """Scores by pair key as records in key order: the same scores give the same bytes."""
+    return b"".join(_RECORD.pack(key, scores[key]) for key in sorted(scores))
+
+
+def unpack_scores(data: bytes, where: str) -> dict[bytes, float]:
+    """``pack_scores``'s records back; anything else (a torn record, keys out of order or twice) is
+    refused naming ``where``."""
+    if len(data) % _RECORD.size:
+        raise IntegrityError(f"{where}: {len(data)} bytes of scores is not a whole number of "
+                             f"{_RECORD.size}-byte records")
+    scores: dict[bytes, float] = {}
+    last = b""
+    for key, score in _RECORD.iter_unpack(data):
+        if key <= last:
+            raise IntegrityError(f"{where}: score record {len(scores) + 1} is out of key order or repeated")
+        scores[key] = score
+        last = key
+    return scores
 
 
 def folder_name(key: dict[str, Any]) -> str:
@@ -66,7 +99,7 @@ class StoredScores:
     """One reranker's scores on disk; safe across threads (one connection, one lock) and processes."""
 
     def __init__(self, root: Path, key: dict[str, Any], *, timeout: float = 300.0) -> None:
-        self.key = {"schema": CACHE_SCHEMA, **key}
+        self.key = scorer_key(key)
         self.folder = Path(root) / folder_name(self.key)
         self._lock = threading.Lock()
         try:

@@ -7,7 +7,9 @@ controller counts), the ``app.kubernetes.io/*`` labels and ``ragsweep.io/sweep-i
 referenced by digest. The container runs ``python -m jobs.arm`` with no arguments: every
 input is one of that entrypoint's RAGSWEEP_* environment twins, and credentials enter only
 through ``secretKeyRef``. A legs Job (``python -m jobs.legs``, on a CPU node) fetches a group's
-shared legs once and publishes them; the group's arm Jobs are told where (``RAGSWEEP_LEGS``).
+shared legs once and publishes them; the group's arm Jobs are told where (``RAGSWEEP_LEGS``). A
+scores Job (``python -m jobs.scores``, on a GPU node) scores one part of a group's cross-encoder
+pairs and publishes them; the group's rerank arm Jobs are told where (``RAGSWEEP_SCORES``).
 A rerank-stage arm requests the GPU resource and carries the GPU placement; every other arm
 gets the CPU placement and no GPU toleration.
 
@@ -44,6 +46,8 @@ PYTHON = "python"
 ARM_COMMAND = (PYTHON, "-m", "jobs.arm")
 LEGS_COMMAND = (PYTHON, "-m", "jobs.legs")
 LEGS_CONTAINER = "legs"
+SCORES_COMMAND = (PYTHON, "-m", "jobs.scores")
+SCORES_CONTAINER = "scores"
 COLLECT_COMMAND = (PYTHON, "-m", "jobs.collect")
 SYNC_COMMAND = (PYTHON, "-m", "jobs.sync", "pull")
 SCRATCH = "/tmp"
@@ -82,6 +86,10 @@ def arm_job_name(sweep_id: str, arm: Arm) -> str:
 
 def legs_job_name(sweep_id: str, group: str) -> str:
     return job_name("legs", sweep_id, group)
+
+
+def scores_job_name(sweep_id: str, scores: str, part: tuple[int, int]) -> str:
+    return job_name("scores", sweep_id, f"{scores}-{part[0] + 1}-of-{part[1]}")
 
 
 def collector_job_name(sweep_id: str) -> str:
@@ -149,9 +157,11 @@ def _runtime_env() -> list[k.V1EnvVar]:
 
 
 def arm_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str, *, legs: str | None = None,
-            reranker: bool | None = None) -> list[k.V1EnvVar]:
+            reranker: bool | None = None, scores: Sequence[str] = (), cache: bool = True) -> list[k.V1EnvVar]:
     """jobs.arm's environment twins, in its own order, then the store and runtime settings. ``legs``: the
-    store key of the group's published legs.json (RAGSWEEP_LEGS: read, never refetched)."""
+    store key of the group's published legs.json (RAGSWEEP_LEGS: read, never refetched); ``scores``: the
+    store keys of its published cross-encoder scores (RAGSWEEP_SCORES); ``cache``: whether the
+    cross-encoder's score cache is on the scratch volume (else in the process's memory)."""
     env = [
         _env("RAGSWEEP_STATE", settings.state_path),
         _env("RAGSWEEP_STORE", settings.store),
@@ -162,13 +172,15 @@ def arm_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str,
         env.append(_env("RAGSWEEP_RERANKER", settings.reranker_path))
         # the root filesystem is read-only: the cross-encoder score cache lives on the pod's scratch
         # volume, so it lasts one pod (docs/sweeps.md, "The machine's score cache")
-        env.append(_env("RAGSWEEP_RERANK_CACHE", RERANK_CACHE))
+        env.append(_env("RAGSWEEP_RERANK_CACHE", RERANK_CACHE if cache else "none"))
         # the Job asks for the GPU resource (gpu.resource_name): the cross-encoder runs on it
         env.append(_env("RAGSWEEP_RERANK_DEVICE", RERANK_SCORER[1]))
     env.append(_env("RAGSWEEP_WORKERS", str(settings.workers)))
     env.append(_env("RAGSWEEP_BACKEND", settings.backend))
     if legs is not None:
         env.append(_env("RAGSWEEP_LEGS", legs))
+    if scores:
+        env.append(_env("RAGSWEEP_SCORES", ",".join(scores)))
     env += [e for e in store_env(settings) if e.name != "RAGSWEEP_STORE"]
     return env + service_env(settings) + _runtime_env()
 
@@ -280,33 +292,62 @@ def build_legs_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: st
     return _job(name, labels(settings, "arm", sweep_id), annotations, settings.arm, pod)
 
 
-def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, reranker_key: str | None = None,
-                  legs: str | None = None) -> k.V1Job:
-    """One arm as one Job. ``reranker_key`` is the store key of the reranker archive (rerank arms); ``legs``
-    the store key of its group's published legs (the arm reads them instead of fetching its own)."""
-    gpu = arm.needs_reranker
-    if gpu and not reranker_key:
-        from harness.errors import UsageError
-
-        raise UsageError(f"arm {arm.name} runs the rerank stage: its Job needs the reranker's store key")
-    shape: PodShape = (PodShape(policy=settings.gpu.policy, resources=settings.gpu.resources,
-                                placement=settings.gpu.placement) if gpu else settings.arm)
-    image = settings.images.gpu if gpu else settings.images.cpu
-    reranker_mount = k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path)
+def _gpu_pod(settings: LauncherSettings, name: str, command: Sequence[str], env: list[k.V1EnvVar],
+             reranker_key: str) -> tuple[PodShape, k.V1PodSpec]:
+    """A pod that runs the cross-encoder: the GPU image, shape and placement, the reranker fetched by an
+    init container into a read-only volume."""
+    shape = PodShape(policy=settings.gpu.policy, resources=settings.gpu.resources, placement=settings.gpu.placement)
+    image = settings.images.gpu
     init, volumes, mounts = _state_volumes(settings, image)
-    if gpu and reranker_key is not None:
-        init.append(_sync_container(settings, image, "fetch-reranker", reranker_key, settings.reranker_path,
-                                    reranker_mount))
-        volumes.append(k.V1Volume(name="reranker", empty_dir=k.V1EmptyDirVolumeSource()))
-        mounts.append(k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path, read_only=True))
+    init.append(_sync_container(settings, image, "fetch-reranker", reranker_key, settings.reranker_path,
+                                k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path)))
+    volumes.append(k.V1Volume(name="reranker", empty_dir=k.V1EmptyDirVolumeSource()))
+    mounts.append(k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path, read_only=True))
     container = k.V1Container(
-        name=ARM_CONTAINER, image=image, image_pull_policy=settings.image_pull_policy,
-        command=list(ARM_COMMAND), env=arm_env(settings, arm, sweep_id, legs=legs),
-        resources=_resources(shape.resources, {settings.gpu.resource_name: str(settings.gpu.count)} if gpu else None),
-        security_context=_security_context(), volume_mounts=mounts,
-        termination_message_policy="FallbackToLogsOnError",
+        name=name, image=image, image_pull_policy=settings.image_pull_policy, command=list(command), env=env,
+        resources=_resources(shape.resources, {settings.gpu.resource_name: str(settings.gpu.count)}),
+        security_context=_security_context(), volume_mounts=mounts, termination_message_policy="FallbackToLogsOnError",
     )
-    pod = _pod(settings, shape, [container], volumes, init)
+    return shape, _pod(settings, shape, [container], volumes, init)
+
+
+def build_scores_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: str, name: str, *, legs: str,
+                     scores: str, part: tuple[int, int], reranker_key: str) -> k.V1Job:
+    """A scores Job named ``name`` (``scores_job_name``): ``jobs.scores`` scores the cross-encoder pairs of the
+    rerank ``arms`` of a group over the ``part`` (k, P) of its queries, from the legs at ``legs``, and writes
+    them to the store at ``scores``; on a GPU node, the cross-encoder on the GPU, as a rerank arm's Job runs it
+    (the same scorer key, so the arms read the scores); scores kept in memory, not on the scratch volume."""
+    env = arm_env(settings, arms, sweep_id, legs=legs, reranker=True, cache=False)
+    env += [_env("RAGSWEEP_SCORES", scores), _env("RAGSWEEP_SCORES_PART", f"{part[0] + 1}/{part[1]}")]
+    shape, pod = _gpu_pod(settings, SCORES_CONTAINER, SCORES_COMMAND, env, reranker_key)
+    annotations = {"ragsweep.io/sweep-id": sweep_id, "ragsweep.io/legs": legs, "ragsweep.io/scores": scores,
+                   "ragsweep.io/arms": ",".join(a.name for a in arms)}
+    # Component "arm", as a legs Job: it needs what a rerank arm's pod needs (the object store, the state)
+    return _job(name, labels(settings, "arm", sweep_id), annotations, shape, pod)
+
+
+def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, reranker_key: str | None = None,
+                  legs: str | None = None, scores: Sequence[str] = ()) -> k.V1Job:
+    """One arm as one Job. ``reranker_key`` is the store key of the reranker archive (rerank arms); ``legs``
+    the store key of its group's published legs (the arm reads them instead of fetching its own); ``scores``
+    the store keys of its group's published cross-encoder scores (read into its score cache first)."""
+    env = arm_env(settings, arm, sweep_id, legs=legs, scores=scores)
+    if arm.needs_reranker:
+        if not reranker_key:
+            from harness.errors import UsageError
+
+            raise UsageError(f"arm {arm.name} runs the rerank stage: its Job needs the reranker's store key")
+        shape, pod = _gpu_pod(settings, ARM_CONTAINER, ARM_COMMAND, env, reranker_key)
+    else:
+        shape = settings.arm
+        init, volumes, mounts = _state_volumes(settings, settings.images.cpu)
+        container = k.V1Container(
+            name=ARM_CONTAINER, image=settings.images.cpu, image_pull_policy=settings.image_pull_policy,
+            command=list(ARM_COMMAND), env=env, resources=_resources(shape.resources),
+            security_context=_security_context(), volume_mounts=mounts,
+            termination_message_policy="FallbackToLogsOnError",
+        )
+        pod = _pod(settings, shape, [container], volumes, init)
     annotations = {"ragsweep.io/sweep-id": sweep_id, "ragsweep.io/family": arm.family, "ragsweep.io/arm": arm.name}
     return _job(arm_job_name(sweep_id, arm), labels(settings, "arm", sweep_id, arm), annotations,
                 shape, pod)

@@ -10,7 +10,11 @@ The flow of ``run(arms, sweep_id)``:
    (harness.sweep.legs) gets one legs Job (``jobs.legs``) unless its legs.json is already in the
    store; the group's arm Jobs are submitted once it succeeded and read the legs from there
    (``RAGSWEEP_LEGS``). A legs Job that fails fails its group's arms, naming it: no arm fetches
-   shared legs itself behind the launcher's back (docs/kubernetes.md, "Shared legs");
+   shared legs itself behind the launcher's back (docs/kubernetes.md, "Shared legs"). Then a group
+   with two or more pending rerank arms gets scores Jobs (``jobs.scores``, one part of its queries
+   each, at most ``parallelism``) unless their parts are published; its rerank arm Jobs read them
+   (``RAGSWEEP_SCORES``). A scores Job that fails fails the group's rerank arms, naming it
+   (docs/kubernetes.md, "Shared cross-encoder scores");
 4. arm Jobs are built (``builders``), submitted (``submit``) at most ``parallelism`` at a time, and
    waited for on one watch with an overall deadline (``watch``);
 5. a Job that failed, or that completed without a complete artefact set, becomes a failed
@@ -44,10 +48,10 @@ from harness.sweep.executor import (
     measurement_identity,
     state_identity,
 )
+from harness.sweep.k8s.plan import plan_legs, plan_scores
 from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings
 from harness.sweep.k8s.submit import RetryPolicy, call_api, create_job, delete_job
 from harness.sweep.k8s.watch import STUCK_REASONS, JobResult, JobWatcher, WatchTimeout
-from harness.sweep.legs import ArmGroup, group_arms, group_id, legs_store_key, published_legs
 from harness.sweep.storage import ArtefactStore, incomplete_reason, is_complete, publish_failure, read_failure
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
@@ -62,35 +66,6 @@ def reranker_key(reranker: Path) -> str:
     from harness.retrieval.rerank import reranker_provenance
 
     return f"rerankers/{reranker_provenance(reranker)['weights_sha256'][:16]}/reranker.tar.gz"
-
-
-@dataclass(frozen=True)
-class LegsPlan:
-    """Where each pending arm of a shared group reads its legs, and the legs Jobs still to run."""
-
-    legs_of: dict[str, str]  # arm name -> store key of its group's legs.json
-    jobs: list[tuple[str, ArmGroup, str]]  # (job name, group, store key) for legs not yet in the store
-
-
-def plan_legs(store: ArtefactStore, sweep_id: str, arms: Sequence[Arm], backend: str, identity: str,
-              sweep_arms: Sequence[Arm] = ()) -> LegsPlan:
-    """Groups of two or more pending ``arms`` share legs; a group whose legs.json, or the deeper legs.json
-    of one of the sweep's other arms (``sweep_arms``: harness.sweep.legs.published_legs), is already
-    published needs no Job."""
-    from harness.sweep.k8s.builders import legs_job_name
-
-    legs_of: dict[str, str] = {}
-    jobs: list[tuple[str, ArmGroup, str]] = []
-    for group in group_arms(arms, backend):
-        if not group.shared or group.key is None:
-            continue
-        found = published_legs(store, sweep_id, identity, group, sweep_arms, backend)
-        gid = group_id(identity, group.key)
-        key = found or legs_store_key(sweep_id, gid)
-        legs_of.update({arm.name: key for arm in group.arms})
-        if found is None:
-            jobs.append((legs_job_name(sweep_id, gid), group, key))
-    return LegsPlan(legs_of, jobs)
 
 
 @dataclass
@@ -172,41 +147,67 @@ class K8sExecutor:
               arms: Sequence[Arm] = ()) -> dict[str, str]:
         """Run the legs Jobs the pending arms need and wait for them all; the arms of a group whose legs
         could not be published are failed (removed from ``pending``). Returns arm name -> legs key."""
-        from harness.sweep.k8s.builders import build_legs_job, sweep_selector
+        from harness.sweep.k8s.builders import build_legs_job
 
         plan = plan_legs(self.store, sweep_id, [a for a, _ in pending], self.settings.backend,
                          legs_identity(self.state, self.settings.backend), arms)
-        if not plan.jobs:
-            return plan.legs_of
-        started = time.monotonic()
-        for name, group, key in plan.jobs:
-            job = build_legs_job(self.settings, group.arms, sweep_id, name, key)
-            self._say(f"  {create_job(self.batch, self.namespace, job, self.policy)} legs job {name} for "
-                      f"{len(group.arms)} arms ({', '.join(a.name for a in group.arms)})")
-        watcher = JobWatcher(self.batch, self.core, self.namespace, sweep_selector(sweep_id, "arm"),
-                             self.timeout_s, container="legs", policy=self.policy)
-        waiting = {name: (group, key) for name, group, key in plan.jobs}
+        self._before(sweep_id, pending, report, "legs", [
+            (name, build_legs_job(self.settings, group.arms, sweep_id, name, key), group.arms, key)
+            for name, group, key in plan.jobs])
+        return plan.legs_of
 
-        def fail(group: ArmGroup, message: str) -> None:
-            for arm in group.arms:
-                digest = next(d for a, d in pending if a.name == arm.name)
+    def _scores(self, sweep_id: str, pending: list[tuple[Arm, str]], report: SweepReport, legs_of: dict[str, str],
+                reranker_key: str | None, width: int) -> dict[str, list[str]]:
+        """Run the scores Jobs the pending rerank arms of shared groups need and wait for them all; the
+        rerank arms of a group a part of whose scores could not be published are failed. Returns arm name
+        -> the store keys of its group's published scores."""
+        from harness.sweep.k8s.builders import build_scores_job
+
+        if reranker_key is None:
+            return {}
+        plan = plan_scores(self.store, sweep_id, [a for a, _ in pending], self.settings.backend, legs_of,
+                           reranker_key, width)
+        self._before(sweep_id, pending, report, "scores", [
+            (job.name, build_scores_job(self.settings, job.arms, sweep_id, job.name, legs=job.legs, scores=job.key,
+                                        part=job.part, reranker_key=reranker_key), job.arms, job.key)
+            for job in plan.jobs])
+        return plan.scores_of
+
+    def _before(self, sweep_id: str, pending: list[tuple[Arm, str]], report: SweepReport, what: str,
+                jobs: list[tuple[str, Any, tuple[Arm, ...], str]]) -> None:
+        """Submit ``jobs`` ((name, Job, the arms it serves, the store key it must write)), the ``what`` Jobs
+        that publish what arms share, and wait for them all; the arms a Job that failed, or wrote no key,
+        served are failed naming it (and removed from ``pending``)."""
+        from harness.sweep.k8s.builders import sweep_selector
+
+        if not jobs:
+            return
+        started = time.monotonic()
+        for name, job, arms, _ in jobs:
+            self._say(f"  {create_job(self.batch, self.namespace, job, self.policy)} {what} job {name} for "
+                      f"{len(arms)} arms ({', '.join(a.name for a in arms)})")
+        watcher = JobWatcher(self.batch, self.core, self.namespace, sweep_selector(sweep_id, "arm"),
+                             self.timeout_s, container=what, policy=self.policy)
+        waiting = {name: (arms, key) for name, _, arms, key in jobs}
+
+        def fail(arms: tuple[Arm, ...], message: str) -> None:
+            for arm, digest in [(a, d) for a, d in pending if a in arms]:  # once, though two parts failed
                 publish_failure(self.store, sweep_id, arm, digest, message)
                 report.outcomes.append(ArmOutcome(arm, "failed", time.monotonic() - started, message))
-            pending[:] = [(a, d) for a, d in pending if a not in group.arms]
+            pending[:] = [(a, d) for a, d in pending if a not in arms]
 
         try:
             while waiting:
                 for result in watcher.wait(list(waiting)):
-                    group, key = waiting.pop(result.name)
+                    arms, key = waiting.pop(result.name)
                     if result.succeeded and self.store.exists(key):
-                        self._say(f"  legs job {result.name} ok ({time.monotonic() - started:.0f}s)")
+                        self._say(f"  {what} job {result.name} ok ({time.monotonic() - started:.0f}s)")
                         continue
                     why = result.describe() if not result.succeeded else f"it wrote no {key}"
-                    fail(group, f"not run: its group's legs job {result.name} failed: {why}")
+                    fail(arms, f"not run: its group's {what} job {result.name} failed: {why}")
         except WatchTimeout as e:
-            for name, (group, _) in waiting.items():
-                fail(group, f"not run: its group's legs job {name} did not finish before the sweep's deadline: {e}")
-        return plan.legs_of
+            for name, (arms, _) in waiting.items():
+                fail(arms, f"not run: its group's {what} job {name} did not finish before the sweep's deadline: {e}")
 
     def run(self, arms: Sequence[Arm], sweep_id: str) -> SweepReport:
         from harness.sweep.k8s.builders import RERANK_SCORER, arm_job_name, build_arm_job, sweep_selector
@@ -224,6 +225,7 @@ class K8sExecutor:
         key = self._reranker_key([a for a, _ in pending])
         legs_of = self._legs(sweep_id, pending, report, arms)
         width = max(1, self.parallelism or self.settings.parallelism)
+        scores_of = self._scores(sweep_id, pending, report, legs_of, key, width)
         self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - len(pending)} already complete, "
                   f"{len(pending)} to run as Jobs in {self.namespace}, at most {width} at once")
         watcher = JobWatcher(self.batch, self.core, self.namespace, sweep_selector(sweep_id, "arm"),
@@ -236,7 +238,7 @@ class K8sExecutor:
                 while queue and len(running) < width:
                     arm, digest = queue.pop(0)
                     job = build_arm_job(self.settings, arm, sweep_id, reranker_key=key if arm.needs_reranker else None,
-                                        legs=legs_of.get(arm.name))
+                                        legs=legs_of.get(arm.name), scores=scores_of.get(arm.name, ()))
                     how = create_job(self.batch, self.namespace, job, self.policy)
                     name = arm_job_name(sweep_id, arm)
                     running[name] = _Running(arm, digest, time.monotonic())
