@@ -123,7 +123,7 @@ bench-growth: $(SYNTH_FULL)/corpus.json ## cost as the corpus grows: cold/warm b
 	  $(if $(QMSUM_FLAG),--qmsum $(QMSUM)) --cold-max-meetings $(GROWTH_COLD_MAX) --workers $(WORKERS) \
 	  --work $(VAR)/bench/growth --plot docs/growth.svg
 
-bench-catalogue: $(STATE)/state.json ## the catalogue's header-state families on the default state: each leg group's context, legs and arms measured, the cross-encoder projected from its measured pairs/s over the pairs the arms send it
+bench-catalogue: $(STATE)/state.json ## the catalogue's header-state families on the default state: each leg group's context, legs and arms measured, the cross-encoder projected from its measured pairs/s over the pairs the arms send it, and its floor on this CPU (its linear layers alone over those pairs' tokens)
 	mkdir -p $(VAR)/bench
 	$(PY) benchmarks/bench_catalogue.py --state $(STATE) --workers $(WORKERS) --json $(VAR)/bench/catalogue.json
 

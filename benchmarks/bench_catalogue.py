@@ -22,6 +22,14 @@ passages. ``--reranker``: a cross-encoder directory (default: the packaged MiniL
 untrained head, the same network as a trained MiniLM cross-encoder: its timing is a trained
 head's; its scores are not used).
 
+Then the cross-encoder's floor on this CPU: every distinct recorded pair is tokenised as the reranker
+tokenises it for scoring (``preprocess``), the tokens counted; the encoder's linear layers (every
+``nn.Linear`` of its transformer layers, with its own weights, read from memory as a real pass reads
+them) are run, one after another, over rows of the pairs' mean token count on one thread, for their
+GFLOP/s; the floor is the pairs' tokens times the layers' FLOPs a token, at that rate, on every core.
+Attention's products, norms, activations, tokenising and the framework are left out, so no
+one-pair-a-pass run of these pairs on this CPU can take less.
+
 Prints, per group: its arms, the context, legs and arms seconds (measured), the unique pairs; then
 the cross-encoder seconds projected per group (pairs / rate), the serial total, and two bounds on
 the wall of ``--workers`` workers, as if the processes did not share cores (they do: two cores, and
@@ -71,6 +79,46 @@ def _pack(seconds: list[float], workers: int) -> float:
     for s in sorted(seconds, reverse=True):
         lanes[lanes.index(min(lanes))] += s
     return max(lanes)
+
+
+def _matrix_floor(reranker: Any, pairs: list[tuple[str, str]], reps: int = 300) -> dict[str, Any]:
+    """The seconds the cross-encoder's linear layers alone take over ``pairs`` on every core of this CPU, one
+    pair a pass (module docstring); printed, and returned for the JSON."""
+    import torch
+
+    model = reranker._model
+    tokens = 0
+    for start in range(0, len(pairs), 1000):  # the scoring's own tokenisation; padding not counted
+        features = model.preprocess(pairs[start:start + 1000])
+        tokens += int(features["attention_mask"].sum())
+    layers = [m for m in model.model.base_model.encoder.modules() if isinstance(m, torch.nn.Linear)]
+    macs = sum(m.in_features * m.out_features for m in layers)  # a token's multiply-adds
+    rows = max(1, round(tokens / len(pairs)))
+    inputs = [torch.randn(rows, m.in_features) for m in layers]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            for _ in range(20):
+                for m, x in zip(layers, inputs, strict=True):
+                    torch.nn.functional.linear(x, m.weight, m.bias)
+            t = time.perf_counter()
+            for _ in range(reps):
+                for m, x in zip(layers, inputs, strict=True):
+                    torch.nn.functional.linear(x, m.weight, m.bias)
+            seconds = (time.perf_counter() - t) / reps
+    finally:
+        torch.set_num_threads(threads)
+    gflops = 2 * macs * rows / seconds / 1e9
+    cores = os.cpu_count() or 1
+    floor_s = 2 * macs * tokens / (gflops * 1e9) / cores
+    print(f"cross-encoder floor   {len(pairs)} distinct pairs, {tokens} tokens (mean {tokens / len(pairs):.1f}); "
+          f"{len(layers)} linear layers, {2 * macs / 1e6:.1f} MFLOP a token, {gflops:.1f} GFLOP/s on one thread "
+          f"over {rows}-token rows ({seconds * 1e3:.2f} ms a pass): {floor_s:.0f} s = {floor_s / 60:.1f} min "
+          f"on {cores} cores for the linear layers alone")
+    return {"pairs": len(pairs), "tokens": tokens, "linear_layers": len(layers), "mflop_per_token": 2 * macs / 1e6,
+            "rows": rows, "gflops_one_thread": round(gflops, 1), "pass_ms": round(seconds * 1e3, 3),
+            "cores": cores, "floor_s": round(floor_s, 1)}
 
 
 def main() -> int:
@@ -157,6 +205,7 @@ def main() -> int:
         rate = len(sample) / seconds
         print(f"cross-encoder         {len(sample)} sampled pairs in {seconds:.1f} s: {rate:.1f} pairs/s "
               f"({reranker.provenance['kind']}), load {_load()}")
+    floor = _matrix_floor(reranker, sorted(set(everything))) if everything else None
     for row in rows:
         row["ce_s_projected"] = round(row["new_pairs"] / rate, 1) if rate else 0.0
         row["ce_s_own_cache"] = round(row["pairs"] / rate, 1) if rate else 0.0
@@ -194,7 +243,8 @@ def main() -> int:
                "ce_rate_pairs_per_s": round(rate, 2) if rate else None,
                "pairs_once_over_all": across, "ce_sample": len(sample), "seed": args.seed,
                "reranker": reranker_provenance(reranker_path), "serial_s": round(serial, 1),
-               "packed_s": round(packed, 1), "spread_s": round(spread, 1), "workers": args.workers}
+               "packed_s": round(packed, 1), "spread_s": round(spread, 1), "workers": args.workers,
+               "cross_encoder_floor": floor}
         args.json.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return 0
 
