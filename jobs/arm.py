@@ -145,7 +145,10 @@ def _prescore(group: Any, configs: list[Any]) -> None:
             print(f"prescore: {done}/{total} queries in {time.perf_counter() - t0:.1f}s", flush=True)
 
     done = group.prescore(configs, progress)
-    if done:
+    if done.get("skipped"):
+        print(f"prescore: {len(done['arms'])} rerank arms, not prescored: {done['skipped']} "
+              f"({done['seconds']}s)", flush=True)
+    elif done:
         print(f"prescore: {len(done['arms'])} rerank arms, {done['pairs']} pairs asked over {done['queries']} "
               f"queries: {done['scored']} scored, {done['from_cache']} read from the cache in {done['seconds']}s",
               flush=True)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from harness.bench.config import BenchConfig, covers
-from harness.bench.group import GroupRun, fetch_legs, prescore_order
+from harness.bench.group import WARM_PROBE, GroupRun, fetch_legs, prescore_order
 from harness.bench.run import run_bench
 from harness.errors import IntegrityError, UsageError
 from harness.retrieval.legs import LegCache, LegTable
@@ -245,10 +245,14 @@ def test_processes_that_prescore_split_the_groups_pairs_and_their_arms_score_non
     assert done["pairs"] == done["scored"] + done["from_cache"] + done["reused"]
 
     alone = tmp_path / "alone"
+    read = [0, 0]
     for k, run in enumerate((first, opened(1))):
         if k == 1:
-            again = run.prescore(configs)  # a process whose pairs are all scored reads them
-            assert again["scored"] == 0 and again["from_cache"] == len(store) and again["first_query"] == n // 2
+            # a process whose pairs are all in the cache (a warm cache: every pair of the queries it samples)
+            # does not prescore: its arms read the pairs themselves, scoring none
+            again = run.prescore(configs)
+            assert again["skipped"].startswith(f"warm: every pair of {n} queries sampled") and again["pairs"] == 0
+            assert again["scored"] == again["from_cache"] == 0 and again["first_query"] == n // 2
         for arm, config in list(zip(group.arms, configs, strict=True))[k::2]:
             run_bench(state, config, HashEmbedder(), alone / arm.name)
             out = tmp_path / "shared" / arm.name
@@ -257,8 +261,19 @@ def test_processes_that_prescore_split_the_groups_pairs_and_their_arms_score_non
             info = json.loads((out / "runinfo.json").read_text())
             assert info["legs"]["prescored"] == run.prescored
             if config.bench_stage.needs_reranker:
-                assert info["rerank"]["scored"] == 0 and info["rerank"]["from_cache"] == 0, info["rerank"]
+                assert info["rerank"]["scored"] == 0, info["rerank"]
+                read[k] += info["rerank"]["from_cache"]
     assert len(store) == done["scored"] + second_part
+    # the prescored process's arms found every pair in its memory; the warm one's read theirs from the cache
+    assert read[0] == 0 and 0 < read[1] <= len(store)
+
+    # a cache missing one pair is not warm (here every query is sampled): the process prescores, scoring
+    # that pair alone
+    assert n <= WARM_PROBE
+    (key,) = store._db.execute("SELECT pair FROM scores LIMIT 1").fetchone()
+    store._db.execute("DELETE FROM scores WHERE pair = ?", (key,))
+    cold = opened(1).prescore(configs)
+    assert "skipped" not in cold and cold["scored"] == 1 and cold["from_cache"] == len(store) - 1
 
 
 def test_a_group_is_keyed_on_scope_and_embedded_text_and_fetches_the_deepest_window() -> None:

@@ -37,6 +37,7 @@ from harness.errors import UsageError
 from harness.index.embed import Embedder
 from harness.retrieval.chunks import HybridRetriever
 from harness.retrieval.legs import LegCache, LegTable, leg_request
+from harness.retrieval.scorecache import pair_key
 from harness.state import State
 
 
@@ -110,10 +111,12 @@ class GroupRun:
         process's part of the queries first and then over the others' from the far end
         (``prescore_order``), a pair already in the cache read, not scored: processes that run a
         group's arms at once split its pairs between them, whichever process's arms ask for them,
-        and none idles while another scores an arm alone. The arms then read every pair from the
-        cache; their results are the bytes they write scoring each pair themselves (a pair's score
-        is its own forward pass's). What was done is returned and reported in each arm's runinfo;
-        ``progress(done, total)`` is called after each query. ``own_part``: this process's part of the
+        and none idles while another scores an arm alone. A warm cache (``_warm``: every pair of the
+        queries sampled over the order is there) is not prescored: the arms read the pairs themselves.
+        Otherwise the arms then read every pair from the cache; either way their results are the bytes
+        they write scoring each pair themselves (a pair's score is its own forward pass's). What was
+        done is returned and reported in each arm's runinfo; ``progress(done, total)`` is called after
+        each query. ``own_part``: this process's part of the
         queries only (a Kubernetes scores Job, whose parts share no cache while they run: jobs.scores)."""
         rerank = [c for c in configs if c.bench_stage.needs_reranker]
         if not rerank:
@@ -134,9 +137,17 @@ class GroupRun:
                          vectors=context.vectors, gold_files_only=c.arm.scope == "gold-files") for c in rerank]
         texts = context.texts()
         order = prescore_order(len(context.judged), self.part)
+        k, parts = self.part
         if own_part:
-            k, parts = self.part
             order = order[:(k + 1) * len(context.judged) // parts - k * len(context.judged) // parts]
+        sampled = 0 if own_part else _warm(scorer, runs, [context.judged[i].text for i in order], order, texts)
+        if sampled:  # a warm cache: the arms read every pair from it as this would, so it would only fuse twice
+            self.prescored = {"arms": [c.control_name for c in rerank], "queries": 0,
+                              "first_query": order[0] if order else 0, "pairs": 0, **dict.fromkeys(before, 0),
+                              "seconds": round(time.perf_counter() - t0, 3), "part": f"{k + 1}/{parts}",
+                              "skipped": f"warm: every pair of {sampled} queries sampled over its order was in "
+                                         "the score cache"}
+            return self.prescored
         pairs = 0
         for n, i in enumerate(order, start=1):
             passages = dict.fromkeys(texts[h.doc_id] for run in runs for h in rerank_candidates(run, i)[0])
@@ -145,7 +156,6 @@ class GroupRun:
             if progress:
                 progress(n, len(order))
         now = scorer.counts()
-        k, parts = self.part
         self.prescored = {"arms": [c.control_name for c in rerank], "queries": len(order),
                           "first_query": order[0] if order else 0, "pairs": pairs,
                           **{name: now[name] - before[name] for name in now},
@@ -190,6 +200,25 @@ class GroupRun:
         metrics = run_arm(self.context, config, out, compare, started=started, legs_info=legs_info, first=first)
         self.arms_run += 1
         return metrics
+
+
+WARM_PROBE = 32  # queries sampled to tell a warm score cache from one that is not
+
+
+def _warm(scorer: Any, runs: Sequence[QueryRun], queries: Sequence[str], order: Sequence[int],
+          texts: dict[str, str]) -> int:
+    """How many queries, up to ``WARM_PROBE`` spread evenly over ``order`` (``queries[j]`` is query
+    ``order[j]``'s text), were sampled and found with every pair their arms send the cross-encoder in
+    the machine's score cache; 0 when one pair is not there, or there is no such cache. A prescore of
+    a warm cache only reads the pairs the arms then read anyway, fusing each query's candidates once
+    more; a pair the sample missed is scored by the arm that asks for it, with the same bits."""
+    if scorer.store is None or not order:
+        return 0
+    step = max(1, len(order) // WARM_PROBE)
+    picked = list(range(0, len(order), step))[:WARM_PROBE]
+    keys = {pair_key(queries[j], texts[h.doc_id]) for j in picked for run in runs
+            for h in rerank_candidates(run, order[j])[0]}
+    return len(picked) if keys and len(scorer.store.get(list(keys))) == len(keys) else 0
 
 
 def prescore_order(n: int, part: tuple[int, int]) -> list[int]:
