@@ -43,7 +43,7 @@ def parse_arms(text: str) -> list[Any]:
 
 
 def reranker_flags(p: argparse.ArgumentParser, env: Any) -> None:
-    """The cross-encoder's flags (jobs.arm, jobs.scores), each defaulting to its RAGSWEEP_* twin."""
+    """The cross-encoder's flags and --workers (jobs.arm, jobs.scores), each defaulting to its RAGSWEEP_* twin."""
     p.add_argument("--reranker", type=Path, default=env.reranker)
     p.add_argument("--rerank-device", default=env.rerank_device, metavar="cpu|cuda|cuda:N",
                    help="what runs the cross-encoder (default cpu; a Kubernetes rerank Job: cuda)")

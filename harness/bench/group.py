@@ -116,8 +116,8 @@ class GroupRun:
         Otherwise the arms then read every pair from the cache; either way their results are the bytes
         they write scoring each pair themselves (a pair's score is its own forward pass's). What was
         done is returned and reported in each arm's runinfo; ``progress(done, total)`` is called after
-        each query. ``own_part``: this process's part of the
-        queries only (a Kubernetes scores Job, whose parts share no cache while they run: jobs.scores)."""
+        each query. ``own_part``: this process's part of the queries only, and no warm check (a
+        Kubernetes scores Job, whose parts share no cache while they run: jobs.scores)."""
         rerank = [c for c in configs if c.bench_stage.needs_reranker]
         if not rerank:
             return {}
