@@ -35,6 +35,7 @@ from harness.bench.run import arm_retriever, run_arm
 from harness.bench.stages import QueryRun, rerank_candidates
 from harness.errors import UsageError
 from harness.index.embed import Embedder
+from harness.model import Query
 from harness.retrieval.chunks import HybridRetriever
 from harness.retrieval.legs import LegCache, LegTable, leg_request
 from harness.retrieval.scorecache import pair_key
@@ -140,7 +141,7 @@ class GroupRun:
         k, parts = self.part
         if own_part:
             order = order[:(k + 1) * len(context.judged) // parts - k * len(context.judged) // parts]
-        sampled = 0 if own_part else _warm(scorer, runs, [context.judged[i].text for i in order], order, texts)
+        sampled = 0 if own_part else _warm(scorer, runs, context.judged, order, texts)
         if sampled:  # a warm cache: the arms read every pair from it as this would, so it would only fuse twice
             self.prescored = {"arms": [c.control_name for c in rerank], "queries": 0,
                               "first_query": order[0] if order else 0, "pairs": 0, **dict.fromkeys(before, 0),
@@ -205,18 +206,18 @@ class GroupRun:
 WARM_PROBE = 32  # queries sampled to tell a warm score cache from one that is not
 
 
-def _warm(scorer: Any, runs: Sequence[QueryRun], queries: Sequence[str], order: Sequence[int],
+def _warm(scorer: Any, runs: Sequence[QueryRun], judged: Sequence[Query], order: Sequence[int],
           texts: dict[str, str]) -> int:
-    """How many queries, up to ``WARM_PROBE`` spread evenly over ``order`` (``queries[j]`` is query
-    ``order[j]``'s text), were sampled and found with every pair their arms send the cross-encoder in
-    the machine's score cache; 0 when one pair is not there, or there is no such cache. A prescore of
-    a warm cache only reads the pairs the arms then read anyway, fusing each query's candidates once
-    more; a pair the sample missed is scored by the arm that asks for it, with the same bits."""
+    """How many of the ``judged`` queries, up to ``WARM_PROBE`` spread evenly over ``order``, were
+    sampled and found with every pair their arms send the cross-encoder in the machine's score cache;
+    0 when one pair is not there, or there is no such cache. A prescore of a warm cache only reads the
+    pairs the arms then read anyway, fusing each query's candidates once more; a pair the sample
+    missed is scored by the arm that asks for it, with the same bits."""
     if scorer.store is None or not order:
         return 0
     step = max(1, len(order) // WARM_PROBE)
     picked = list(range(0, len(order), step))[:WARM_PROBE]
-    keys = {pair_key(queries[j], texts[h.doc_id]) for j in picked for run in runs
+    keys = {pair_key(judged[order[j]].text, texts[h.doc_id]) for j in picked for run in runs
             for h in rerank_candidates(run, order[j])[0]}
     return len(picked) if keys and len(scorer.store.get(list(keys))) == len(keys) else 0
 
