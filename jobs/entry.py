@@ -49,10 +49,10 @@ def reranker_flags(p: argparse.ArgumentParser, env: Any) -> None:
                    help="what runs the cross-encoder (default cpu; a Kubernetes rerank Job: cuda)")
     p.add_argument("--rerank-backend", default=env.rerank_backend, metavar="torch|onnx",
                    help="the cross-encoder's runtime: torch (default), or onnx (onnxruntime, CPU only)")
-    p.add_argument("--rerank-threads", type=int, default=0, metavar="N",
+    p.add_argument("--rerank-threads", type=int, default=env.rerank_threads, metavar="N",
                    help="the CPU threads the cross-encoder scores on, torch's (this process's) or onnxruntime's "
                         "(default 0: torch's thread count); the local executor gives each process its share of "
-                        "the cores")
+                        "the cores, a Kubernetes rerank Job on a CPU node its CPU limit")
     p.add_argument("--workers", type=int, default=env.workers)
 
 

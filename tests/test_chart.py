@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ kv = pytest.importorskip("kubernetes_validate", reason="kubernetes-validate is n
                                                        "kubernetes-validate)")
 pytest.importorskip("kubernetes", reason="the kubernetes client is not installed")
 
+from harness.errors import InputDataError  # noqa: E402
 from harness.sweep.catalogue import CATALOGUE  # noqa: E402
 from harness.sweep.k8s.builders import (  # noqa: E402
     build_arm_job,
@@ -432,6 +434,47 @@ def test_gpu_scenario_places_the_embedding_worker_on_gpu_nodes() -> None:
     assert gpu["nodeSelector"]["nvidia.com/gpu.present"] == "true"
     assert "nvidia.com/gpu" not in cpu["containers"][0]["resources"]["limits"]
     assert "tolerations" not in cpu and cpu["nodeSelector"] == {"ragsweep.io/pool": "cpu"}
+
+
+def test_without_gpus_the_cross_encoder_pods_are_cpu_pods() -> None:
+    """gpu.enabled false: a rerank arm's Job and a scores Job run the CPU image on the arms' nodes, ask for no
+    GPU, score on the CPU with the pod's whole cores, and the sweep's identity says so; no GPU image needed."""
+    from harness.sweep.k8s.builders import rerank_scorer
+
+    docs = render(str(CHART / "ci" / "no-gpu-values.yaml"))
+    (configmap,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-launcher")]
+    settings = parse_settings(configmap["data"]["settings.json"], "no-gpu-values.yaml")
+    assert not settings.gpu.enabled and settings.images.gpu is None
+    assert rerank_scorer(settings) == ("torch", "cpu")
+    rerank = next(a for a in CATALOGUE.arms if a.needs_reranker)
+    arm = serialize(build_arm_job(settings, rerank, SWEEP_ID, reranker_key="rerankers/r/reranker.tar.gz"))
+    scores = serialize(_sharing_jobs(settings, SWEEP_ID)[1])
+    for job in (arm, scores):
+        spec = job["spec"]["template"]["spec"]
+        (main,) = spec["containers"]
+        assert main["image"] == settings.images.cpu and all(c["image"] == settings.images.cpu
+                                                            for c in spec["initContainers"])
+        assert main["resources"]["limits"] == {"cpu": "4", "memory": "8Gi"}, main["resources"]
+        assert "nodeSelector" not in spec and "tolerations" not in spec
+        env = {e["name"]: e.get("value") for e in main["env"]}
+        assert (env["RAGSWEEP_RERANK_DEVICE"], env["RAGSWEEP_RERANK_THREADS"]) == ("cpu", "4")
+        assert [c["name"] for c in spec["initContainers"]] == ["fetch-state", "fetch-reranker"]
+    # with GPUs (the defaults): the GPU image and resource, and no thread count (the GPU scores)
+    gpu = parse_settings(json.dumps({**json.loads(configmap["data"]["settings.json"]),
+                                     "images": {"cpu": settings.images.cpu, "gpu": settings.images.cpu},
+                                     "gpu": {}}), "gpu")
+    (main,) = serialize(build_arm_job(gpu, rerank, SWEEP_ID, reranker_key="k"))["spec"]["template"]["spec"][
+        "containers"]
+    assert main["resources"]["limits"]["nvidia.com/gpu"] == "1" and rerank_scorer(gpu) == ("torch", "cuda")
+    assert "RAGSWEEP_RERANK_THREADS" not in {e["name"] for e in main["env"]}
+    # a launcher config that enables GPUs but names no GPU image is refused, on one line
+    with pytest.raises(InputDataError, match=r"^gpu: [^\n]*images.gpu is required when gpu.enabled"):
+        parse_settings(json.dumps({**json.loads(configmap["data"]["settings.json"]), "gpu": {"enabled": True}}),
+                       "gpu")
+    # the embedding worker on a GPU needs GPU nodes
+    result = helm("template", "rs", str(CHART), "--kube-version", KUBE_VERSION, "-f",
+                  str(CHART / "ci" / "no-gpu-values.yaml"), "--set", "workers.embedding.gpu=true", check=False)
+    assert result.returncode != 0 and "workers.embedding.gpu: needs gpu.enabled" in result.stderr, result.stderr
 
 
 def test_the_launcher_configmap_is_what_the_builders_read(scenario: tuple[Path, list[dict[str, Any]]]) -> None:

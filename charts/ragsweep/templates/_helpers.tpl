@@ -184,7 +184,8 @@ seccompProfile:
 {{- define "ragsweep.validateValues" -}}
 {{- $problems := list -}}
 {{- $digest := "^sha256:[0-9a-f]{64}$" -}}
-{{- $required := list "cpu" "worker" "gpu" -}}
+{{- $required := list "cpu" "worker" -}}
+{{- if .Values.gpu.enabled -}}{{- $required = append $required "gpu" -}}{{- end -}}
 {{- if .Values.workers.embedding.gpu -}}{{- $required = append $required "gpuWorker" -}}{{- end -}}
 {{- range $name := $required -}}
 {{- $image := index $.Values.images $name -}}
@@ -214,6 +215,9 @@ seccompProfile:
 {{- $problems = append $problems "objectStore.endpoint: set only for mode external (internal uses the in-namespace server)" -}}
 {{- else if .Values.networkPolicy.externalObjectStoreCIDRs -}}
 {{- $problems = append $problems "networkPolicy.externalObjectStoreCIDRs: set only for objectStore.mode external (the internal server is reached by its pods' labels)" -}}
+{{- end -}}
+{{- if and .Values.workers.embedding.gpu (not .Values.gpu.enabled) -}}
+{{- $problems = append $problems "workers.embedding.gpu: needs gpu.enabled (a GPU node for the embedding worker)" -}}
 {{- end -}}
 {{- if and .Values.workers.embedding.gpu (lt (int .Values.gpu.count) 1) -}}
 {{- $problems = append $problems "gpu.count: must be at least 1 when workers.embedding.gpu is true" -}}

@@ -11,7 +11,8 @@ shared legs once and publishes them; the group's arm Jobs are told where (``RAGS
 scores Job (``python -m jobs.scores``, on a GPU node) scores one part of a group's cross-encoder
 pairs and publishes them; the group's rerank arm Jobs are told where (``RAGSWEEP_SCORES``).
 A rerank-stage arm requests the GPU resource and carries the GPU placement; every other arm
-gets the CPU placement and no GPU toleration.
+gets the CPU placement and no GPU toleration. A release without GPUs (``gpu.enabled`` false) runs
+its rerank arms and scores Jobs as CPU pods, the cross-encoder on the CPU (``rerank_scorer``).
 
 A pod failure policy fails the Job at once on the harness's deterministic exit codes (usage,
 refusal, bad input, integrity: retrying cannot help) and retries anything else up to
@@ -52,10 +53,26 @@ COLLECT_COMMAND = (PYTHON, "-m", "jobs.collect")
 SYNC_COMMAND = (PYTHON, "-m", "jobs.sync", "pull")
 SCRATCH = "/tmp"
 RERANK_CACHE = f"{SCRATCH}/rerank-cache"
-# what runs a rerank Job's cross-encoder (--rerank-backend, --rerank-device): torch on the GPU it asks for;
-# in the sweep's measurement identity, so the executor and the Job agree on a rerank arm's config hash
-RERANK_SCORER = ("torch", "cuda")
 UID = 10001
+
+
+
+def rerank_scorer(settings: LauncherSettings) -> tuple[str, str]:
+    """What runs a rerank Job's cross-encoder (--rerank-backend, --rerank-device): torch on the GPU it asks
+    for, or on its CPU node's cores where the release has no GPUs (gpu.enabled false). In the sweep's
+    measurement identity, so the executor and the Job agree on a rerank arm's config hash."""
+    return ("torch", "cuda" if settings.gpu.enabled else "cpu")
+
+
+def _cpu_threads(resources: Any) -> int | None:
+    """Whole cores of a pod's CPU limit (at least one), or None without one: the cross-encoder's threads on
+    a CPU node (torch's own count is the node's cores, whatever the pod's share)."""
+    limit = str(resources.limits.get("cpu") or "")
+    if not limit:
+        return None
+    cores = int(limit[:-1]) / 1000 if limit.endswith("m") else float(limit)
+    return max(1, int(cores))
+
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _DNS_UNSAFE = re.compile(r"[^a-z0-9-]+")
@@ -173,8 +190,12 @@ def arm_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str,
         # the root filesystem is read-only: the cross-encoder score cache lives on the pod's scratch
         # volume, so it lasts one pod (docs/sweeps.md, "The machine's score cache")
         env.append(_env("RAGSWEEP_RERANK_CACHE", RERANK_CACHE if cache else "none"))
-        # the Job asks for the GPU resource (gpu.resource_name): the cross-encoder runs on it
-        env.append(_env("RAGSWEEP_RERANK_DEVICE", RERANK_SCORER[1]))
+        # the Job asks for the GPU resource (gpu.resource_name): the cross-encoder runs on it; without GPUs
+        # on its CPU node's cores, as many threads as the pod's CPU limit has whole cores
+        env.append(_env("RAGSWEEP_RERANK_DEVICE", rerank_scorer(settings)[1]))
+        threads = None if settings.gpu.enabled else _cpu_threads(settings.arm.resources)
+        if threads is not None:
+            env.append(_env("RAGSWEEP_RERANK_THREADS", str(threads)))
     env.append(_env("RAGSWEEP_WORKERS", str(settings.workers)))
     env.append(_env("RAGSWEEP_BACKEND", settings.backend))
     if legs is not None:
@@ -292,12 +313,19 @@ def build_legs_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: st
     return _job(name, labels(settings, "arm", sweep_id), annotations, settings.arm, pod)
 
 
-def _gpu_pod(settings: LauncherSettings, name: str, command: Sequence[str], env: list[k.V1EnvVar],
-             reranker_key: str) -> tuple[PodShape, k.V1PodSpec]:
-    """A pod that runs the cross-encoder: the GPU image, shape and placement, the reranker fetched by an
-    init container into a read-only volume."""
-    shape = PodShape(policy=settings.gpu.policy, resources=settings.gpu.resources, placement=settings.gpu.placement)
-    image = settings.images.gpu
+def _rerank_pod(settings: LauncherSettings, name: str, command: Sequence[str], env: list[k.V1EnvVar],
+                reranker_key: str) -> tuple[PodShape, k.V1PodSpec]:
+    """A pod that runs the cross-encoder: the GPU image, shape and placement (or, gpu.enabled false, the CPU
+    image and the arms' shape and placement), the reranker fetched by an init container into a read-only
+    volume."""
+    if settings.gpu.enabled:
+        shape = PodShape(policy=settings.gpu.policy, resources=settings.gpu.resources,
+                         placement=settings.gpu.placement)
+        image = settings.images.gpu
+        gpu = {settings.gpu.resource_name: str(settings.gpu.count)}
+    else:
+        shape, image, gpu = settings.arm, settings.images.cpu, {}
+    assert image is not None  # LauncherSettings requires images.gpu when gpu.enabled
     init, volumes, mounts = _state_volumes(settings, image)
     init.append(_sync_container(settings, image, "fetch-reranker", reranker_key, settings.reranker_path,
                                 k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path)))
@@ -305,7 +333,7 @@ def _gpu_pod(settings: LauncherSettings, name: str, command: Sequence[str], env:
     mounts.append(k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path, read_only=True))
     container = k.V1Container(
         name=name, image=image, image_pull_policy=settings.image_pull_policy, command=list(command), env=env,
-        resources=_resources(shape.resources, {settings.gpu.resource_name: str(settings.gpu.count)}),
+        resources=_resources(shape.resources, gpu),
         security_context=_security_context(), volume_mounts=mounts, termination_message_policy="FallbackToLogsOnError",
     )
     return shape, _pod(settings, shape, [container], volumes, init)
@@ -316,10 +344,11 @@ def build_scores_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: 
     """A scores Job named ``name`` (``scores_job_name``): ``jobs.scores`` scores the cross-encoder pairs of the
     rerank ``arms`` of a group over the ``part`` (k, P) of its queries, from the legs at ``legs``, and writes
     them to the store at ``scores``; on a GPU node, the cross-encoder on the GPU, as a rerank arm's Job runs it
-    (the same scorer key, so the arms read the scores); scores kept in memory, not on the scratch volume."""
+    (the same scorer key, so the arms read the scores; gpu.enabled false: both on CPU nodes); scores kept in
+    memory, not on the scratch volume."""
     env = arm_env(settings, arms, sweep_id, legs=legs, reranker=True, cache=False)
     env += [_env("RAGSWEEP_SCORES", scores), _env("RAGSWEEP_SCORES_PART", f"{part[0] + 1}/{part[1]}")]
-    shape, pod = _gpu_pod(settings, SCORES_CONTAINER, SCORES_COMMAND, env, reranker_key)
+    shape, pod = _rerank_pod(settings, SCORES_CONTAINER, SCORES_COMMAND, env, reranker_key)
     annotations = {"ragsweep.io/sweep-id": sweep_id, "ragsweep.io/legs": legs, "ragsweep.io/scores": scores,
                    "ragsweep.io/arms": ",".join(a.name for a in arms)}
     # Component "arm", as a legs Job: it needs what a rerank arm's pod needs (the object store, the state)
@@ -337,7 +366,7 @@ def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, rerank
             from harness.errors import UsageError
 
             raise UsageError(f"arm {arm.name} runs the rerank stage: its Job needs the reranker's store key")
-        shape, pod = _gpu_pod(settings, ARM_CONTAINER, ARM_COMMAND, env, reranker_key)
+        shape, pod = _rerank_pod(settings, ARM_CONTAINER, ARM_COMMAND, env, reranker_key)
     else:
         shape = settings.arm
         init, volumes, mounts = _state_volumes(settings, settings.images.cpu)

@@ -210,14 +210,14 @@ class K8sExecutor:
                 fail(arms, f"not run: its group's {what} job {name} did not finish before the sweep's deadline: {e}")
 
     def run(self, arms: Sequence[Arm], sweep_id: str) -> SweepReport:
-        from harness.sweep.k8s.builders import RERANK_SCORER, arm_job_name, build_arm_job, sweep_selector
+        from harness.sweep.k8s.builders import arm_job_name, build_arm_job, rerank_scorer, sweep_selector
 
         started = time.monotonic()
         report = SweepReport(sweep_id=sweep_id)
         pending: list[tuple[Arm, str]] = []
         for arm in arms:
             digest = config_hash(arm, measurement_identity(self.state, arm, self.reranker, self.settings.backend,
-                                                           RERANK_SCORER))
+                                                           rerank_scorer(self.settings)))
             if is_complete(self.store, sweep_id, arm, digest):
                 report.outcomes.append(ArmOutcome(arm, "skipped", message="complete for this config"))
             else:
@@ -243,7 +243,7 @@ class K8sExecutor:
                     name = arm_job_name(sweep_id, arm)
                     running[name] = _Running(arm, digest, time.monotonic())
                     self._say(f"  {how} job {name} for {arm.name}"
-                              f"{' (GPU)' if arm.needs_reranker else ''}")
+                              f"{' (GPU)' if arm.needs_reranker and self.settings.gpu.enabled else ''}")
                 for result in watcher.wait(list(running)):
                     outcome = self._outcome(sweep_id, running.pop(result.name), result)
                     report.outcomes.append(outcome)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic.alias_generators import to_camel
 
@@ -73,8 +73,11 @@ class PodShape(_Model):
 
 
 class GpuShape(_Model):
-    """Rerank-stage arms: the extended resource they request and the nodes that have it."""
+    """Rerank-stage arms: the extended resource they request and the nodes that have it. ``enabled``
+    false: a cluster without GPUs; the cross-encoder's pods (rerank arms, scores Jobs) run on CPU nodes
+    as the other arms do (the CPU image, ``arm``'s shape and placement), the cross-encoder on their CPU."""
 
+    enabled: bool = True
     resource_name: str = "nvidia.com/gpu"
     count: int = Field(1, ge=1, le=8)
     policy: JobPolicy = JobPolicy()
@@ -84,7 +87,7 @@ class GpuShape(_Model):
 
 class Images(_Model):
     cpu: str = Field(pattern=DIGEST_REF)
-    gpu: str = Field(pattern=DIGEST_REF)
+    gpu: str | None = Field(None, pattern=DIGEST_REF)  # required when gpu.enabled
 
 
 class LauncherSettings(_Model):
@@ -114,6 +117,12 @@ class LauncherSettings(_Model):
     collector: PodShape = PodShape()
     gpu: GpuShape = GpuShape()
 
+    @model_validator(mode="after")
+    def _gpu_image(self) -> LauncherSettings:
+        if self.gpu.enabled and self.images.gpu is None:
+            raise ValueError("images.gpu is required when gpu.enabled (rerank arms run the GPU image)")
+        return self
+
 
 def parse_settings(text: str, source: str) -> LauncherSettings:
     """Read the chart's settings.json; errors name the source and the field on one line."""
@@ -124,5 +133,6 @@ def parse_settings(text: str, source: str) -> LauncherSettings:
     try:
         return LauncherSettings.model_validate(doc)
     except PydanticValidationError as e:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" if err["loc"] else err["msg"]
+                             for err in e.errors())
         raise InputDataError(f"{source}: {problems}") from e
