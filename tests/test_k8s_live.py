@@ -147,15 +147,21 @@ def state(opensearch: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def chart_settings(store: str, endpoint: str) -> dict[str, Any]:
-    """settings.json as the chart's launcher ConfigMap carries it (camelCase, references only)."""
+def chart_settings(store: str, endpoint: str, backend: str = BACKEND, gpu: bool = True) -> dict[str, Any]:
+    """settings.json as the chart's launcher ConfigMap carries it (camelCase, references only). ``gpu``
+    false: the chart's ``gpu.enabled: false`` (no GPU image; the cross-encoder's pods are CPU pods)."""
+    images = {"cpu": f"registry.invalid/ragsweep-cpu@{FAKE_DIGEST}"}
+    if gpu:
+        images["gpu"] = f"registry.invalid/ragsweep-gpu@{FAKE_DIGEST}"
+    arm_resources: dict[str, Any] = {"requests": {"cpu": "500m", "memory": "1Gi"}}
+    if not gpu:  # the cross-encoder's threads come from the CPU limit (not enforced by the process kubelet)
+        arm_resources["limits"] = {"cpu": "1", "memory": "4Gi"}
     return {
-        "schema": "ragsweep.k8s-launcher/1", "release": RELEASE,
-        "images": {"cpu": f"registry.invalid/ragsweep-cpu@{FAKE_DIGEST}",
-                   "gpu": f"registry.invalid/ragsweep-gpu@{FAKE_DIGEST}"},
+        "schema": "ragsweep.k8s-launcher/1", "release": RELEASE, "images": images,
         "serviceAccount": f"{RELEASE}-arm", "store": store, "s3Endpoint": endpoint,
-        # As in a release: the arms search OpenSearch (here the local stack's, on loopback).
-        "backend": BACKEND,
+        # As in a release: the arms search OpenSearch (here the local stack's, on loopback); or, embedded,
+        # the state's own index, which is where legs and scores are shared.
+        "backend": backend,
         "extraEnv": {"RAGSWEEP_OPENSEARCH_URL": os.environ.get("RAGSWEEP_OPENSEARCH_URL", ""),
                      "RAGSWEEP_OPENSEARCH_KNN_ENGINE": os.environ.get("RAGSWEEP_OPENSEARCH_KNN_ENGINE", "lucene")},
         "credentials": {"accessKeyId": {"name": f"{RELEASE}-object-store", "key": "access-key-id"},
@@ -163,11 +169,11 @@ def chart_settings(store: str, endpoint: str) -> dict[str, Any]:
         "parallelism": 2,
         "arm": {"policy": {"backoffLimit": BACKOFF_LIMIT, "activeDeadlineSeconds": 900,
                            "ttlSecondsAfterFinished": 3600},
-                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+                "resources": arm_resources},
         "collector": {"policy": {"backoffLimit": 0, "activeDeadlineSeconds": 600, "ttlSecondsAfterFinished": 3600}},
-        "gpu": {"placement": {"nodeSelector": {"nvidia.com/gpu.present": "true"},
-                              "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
-                                               "effect": "NoSchedule"}]}},
+        "gpu": {"enabled": gpu, "placement": {"nodeSelector": {"nvidia.com/gpu.present": "true"},
+                                              "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                                               "effect": "NoSchedule"}]}},
     }
 
 
@@ -184,6 +190,26 @@ class Release:
 def release(kubeconfig: Path, s3: tuple[str, str], state: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Release]:
     """A namespace shaped like a chart release: the arm service account, the object store's
     Secret, the launcher ConfigMap, and the state in the store where the injector puts it."""
+    yield from _release(kubeconfig, s3, state, monkeypatch, {})
+
+
+@pytest.fixture(scope="module")
+def embedded_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture corpus, its state with its own (embedded) index: what legs and scores are shared over."""
+    from tests.fixture_state import qmsum_fixture_state
+
+    return qmsum_fixture_state(tmp_path_factory, "k8s-live-embedded")
+
+
+@pytest.fixture
+def gpuless_release(kubeconfig: Path, s3: tuple[str, str], embedded_state: Path,
+                    monkeypatch: pytest.MonkeyPatch) -> Iterator[Release]:
+    """A release on the embedded backend without GPUs (the chart's gpu.enabled: false)."""
+    yield from _release(kubeconfig, s3, embedded_state, monkeypatch, {"backend": "embedded", "gpu": False})
+
+
+def _release(kubeconfig: Path, s3: tuple[str, str], state: Path, monkeypatch: pytest.MonkeyPatch,
+             options: dict[str, Any]) -> Iterator[Release]:
     from kubernetes import client as k
     from kubernetes.config import kube_config
 
@@ -212,7 +238,7 @@ def release(kubeconfig: Path, s3: tuple[str, str], state: Path, monkeypatch: pyt
         "secret-access-key": os.environ["AWS_SECRET_ACCESS_KEY"]}))
     core.create_namespaced_config_map(namespace, k.V1ConfigMap(
         metadata=k.V1ObjectMeta(name=f"{RELEASE}-launcher"),
-        data={SETTINGS_KEY: json.dumps(chart_settings(store_url, endpoint), indent=2)}))
+        data={SETTINGS_KEY: json.dumps(chart_settings(store_url, endpoint, **options), indent=2)}))
     store = open_store(store_url, endpoint)
     push(store, state, "state/state.tar.gz", beside=["state.json"])
     try:
@@ -424,6 +450,79 @@ def test_the_scheduler_places_rerank_arms_on_the_gpu_node(release: Release, kube
     assert len(pods) == 1, [p.metadata.name for p in pods]
     assert "PodFailurePolicy" in result.describe(), result.describe()
     delete_job(batch, ns, names[gpu_arm.name], gone_within_s=90)
+
+
+def test_a_rerank_family_shares_legs_and_scores_through_jobs(gpuless_release: Release, kubelet: Path,
+                                                             embedded_state: Path, tmp_path: Path) -> None:
+    """Leg and score sharing through the Job controller, on a release without GPUs (embedded backend): the
+    launcher runs one legs Job, then two scores Jobs (parallelism 2, a part of the judged queries each),
+    then one Job per rerank arm, each reading the published legs and scores. Every arm's results are the
+    bytes the arm writes alone in one process with no shared anything; no arm pod scored a pair but the
+    one it checks; the cross-encoder's pods are CPU pods on the CPU node; a rerun submits nothing."""
+    from harness.retrieval.train import train_reranker
+    from harness.state import State
+    from harness.sweep.k8s.builders import rerank_scorer
+    from jobs import arm as arm_job
+    from tests.test_sweep_legs import DETERMINISTIC
+
+    ns, core, batch = gpuless_release.namespace, gpuless_release.core, gpuless_release.batch
+    settings = read_settings(core, ns, f"{RELEASE}-launcher")
+    assert (settings.backend, rerank_scorer(settings)) == ("embedded", ("torch", "cpu"))
+    store = open_store(settings.store, gpuless_release.endpoint)
+    reranker = tmp_path / "reranker"
+    train_reranker(State.open(embedded_state).corpora[0], reranker, seed=1, steps=2, batch_size=4)
+    pool = CATALOGUE.family("pool")
+    arms = [pool.arm(name) for name in ("pool-12", "pool-24", "pool-96")]
+    sweep_id = f"sharing-{ns.rsplit('-', 1)[-1]}"
+    executor = K8sExecutor(settings, ns, batch, core, store, embedded_state, reranker=reranker, timeout_s=900)
+    started = time.monotonic()
+    try:
+        report = executor.run(arms, sweep_id)
+    except BaseException:
+        print(kubelet.read_text()[-4000:], file=sys.stderr)
+        raise
+    wall = time.monotonic() - started
+    assert [o.status for o in report.outcomes] == ["published"] * 3, (
+        [(o.arm.name, o.status, o.message) for o in report.outcomes], kubelet.read_text()[-3000:])
+
+    # The Jobs the controller ran: one legs Job, two scores Jobs, three arm Jobs, each with one pod that
+    # succeeded on the CPU node (no GPU is asked for, so the GPU node's taint keeps them all off it).
+    jobs = batch.list_namespaced_job(ns).items
+    kinds = sorted(j.metadata.name.split("-", 1)[0] for j in jobs)
+    assert kinds == ["arm", "arm", "arm", "legs", "scores", "scores"], [j.metadata.name for j in jobs]
+    assert all(j.status.succeeded == 1 and not j.status.failed for j in jobs), [j.status for j in jobs]
+    pods = core.list_namespaced_pod(ns).items
+    assert len(pods) == 6 and {p.spec.node_name for p in pods} == {"ragsweep-cpu-0"}
+    for pod in pods:
+        env = {e.name: e.value for e in pod.spec.containers[0].env}
+        if pod.metadata.name.startswith(("scores-", "arm-")):
+            assert (env["RAGSWEEP_RERANK_DEVICE"], env["RAGSWEEP_RERANK_THREADS"]) == ("cpu", "1"), env
+    parts = sorted(k for k in store.list(f"sweeps/{sweep_id}/scores/") if k.endswith(".json"))
+    assert [k.rsplit("/", 1)[-1] for k in parts] == ["part-1-of-2.json", "part-2-of-2.json"], parts
+
+    # Each arm: the bytes it writes alone (one process, nothing shared, no score cache); in its pod it
+    # scored no pair but the one it checked, and read the two published parts.
+    alone = tmp_path / "alone"
+    for arm in arms:
+        digest = config_hash(arm, measurement_identity(embedded_state, arm, reranker, "embedded", ("torch", "cpu")))
+        assert is_complete(store, sweep_id, arm, digest), arm.name
+        one = json.dumps(arm.model_dump(exclude_none=True))
+        assert arm_job.main(["--state", str(embedded_state), "--sweep-id", sweep_id, "--store", str(alone),
+                             "--reranker", str(reranker), "--rerank-cache", "none", "--arm-json", one]) == 0
+        folder = f"sweeps/{sweep_id}/{arm.family}/{arm.name}"
+        for name in DETERMINISTIC:
+            assert store.get_bytes(f"{folder}/{name}") == (alone / folder / name).read_bytes(), f"{arm.name}/{name}"
+        runinfo = json.loads(store.get_text(f"{folder}/runinfo.json"))
+        assert (runinfo["rerank"]["scored"], runinfo["rerank"]["checked"]) == (0, 1), runinfo["rerank"]
+        assert runinfo["legs"]["published_scores"]["parts"] == parts
+        assert runinfo["legs"]["published_scores"]["other_scorer"] == []
+
+    # A rerun: every arm complete for its config, no Job submitted.
+    again = executor.run(arms, sweep_id)
+    assert [o.status for o in again.outcomes] == ["skipped"] * 3
+    assert len(batch.list_namespaced_job(ns).items) == len(jobs)
+    print(f"\n--- live k8s sharing sweep {sweep_id} in {ns}: {wall:.0f}s; jobs "
+          + ", ".join(sorted(j.metadata.name for j in jobs)), file=sys.stderr)
 
 
 HELM = Path(os.environ.get("RAGSWEEP_HELM") or ROOT / "var" / "tools" / "bin" / "helm")
