@@ -41,8 +41,10 @@ done
 for n in $ONLY; do [[ " $ALL " == *" $n "* ]] || die 2 "unknown image '$n' (one of: $ALL)"; done
 # shellcheck source=../stack/apt.sh
 source stack/apt.sh
-apt_ensure buildah:buildah debootstrap:debootstrap dpkg-query:dpkg gcc:gcc curl:curl \
-  || die 2 "needs buildah, debootstrap, gcc and curl (Debian packages)"
+# runc: the runtime every RUN step is given (RUNOPTS); buildah's package only recommends it, and
+# --no-install-recommends leaves a machine that never ran cluster.sh without one
+apt_ensure buildah:buildah runc:runc debootstrap:debootstrap dpkg-query:dpkg gcc:gcc curl:curl \
+  || die 2 "needs buildah, runc, debootstrap, gcc and curl (Debian packages)"
 BUILDAH=(buildah --storage-driver overlay)
 RUNOPTS=(--runtime runc --ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
 mkdir -p "$OUT/sbom" "$OUT/ctx" "$WHEELS"
