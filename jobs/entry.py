@@ -52,7 +52,7 @@ def reranker_flags(p: argparse.ArgumentParser, env: Any) -> None:
     p.add_argument("--rerank-threads", type=int, default=env.rerank_threads, metavar="N",
                    help="the CPU threads the cross-encoder scores on, torch's (this process's) or onnxruntime's "
                         "(default 0: torch's thread count); the local executor gives each process its share of "
-                        "the cores, a Kubernetes rerank Job on a CPU node its CPU limit")
+                        "the cores, a Kubernetes rerank Job on a CPU node its CPU request's whole cores")
     p.add_argument("--workers", type=int, default=env.workers)
 
 

@@ -438,7 +438,8 @@ def test_gpu_scenario_places_the_embedding_worker_on_gpu_nodes() -> None:
 
 def test_without_gpus_the_cross_encoder_pods_are_cpu_pods() -> None:
     """gpu.enabled false: a rerank arm's Job and a scores Job run the CPU image on the arms' nodes, ask for no
-    GPU, score on the CPU with the pod's whole cores, and the sweep's identity says so; no GPU image needed."""
+    GPU, score on the CPU with the whole cores of the pod's request, and the sweep's identity says so; no GPU
+    image needed."""
     from harness.sweep.k8s.builders import rerank_scorer
 
     docs = render(str(CHART / "ci" / "no-gpu-values.yaml"))
@@ -457,7 +458,7 @@ def test_without_gpus_the_cross_encoder_pods_are_cpu_pods() -> None:
         assert main["resources"]["limits"] == {"cpu": "4", "memory": "8Gi"}, main["resources"]
         assert "nodeSelector" not in spec and "tolerations" not in spec
         env = {e["name"]: e.get("value") for e in main["env"]}
-        assert (env["RAGSWEEP_RERANK_DEVICE"], env["RAGSWEEP_RERANK_THREADS"]) == ("cpu", "4")
+        assert (env["RAGSWEEP_RERANK_DEVICE"], env["RAGSWEEP_RERANK_THREADS"]) == ("cpu", "2")
         assert [c["name"] for c in spec["initContainers"]] == ["fetch-state", "fetch-reranker"]
     # with GPUs (the defaults): the GPU image and resource, and no thread count (the GPU scores)
     gpu = parse_settings(json.dumps({**json.loads(configmap["data"]["settings.json"]),

@@ -464,6 +464,70 @@ def test_the_object_store_pod_deleted_mid_sweep_leaves_nothing_half_written(rele
     assert all(o.status in ("skipped", "published") for o in rerun.outcomes), [o.message for o in rerun.outcomes]
 
 
+def test_a_rerank_family_without_gpus_shares_legs_and_scores_in_containers(release: Release, tmp_path: Path) -> None:
+    """The release's launcher with gpu.enabled false on the embedded backend: for pool-12, pool-24 and pool-96
+    one legs Job, two scores Jobs (parallelism 2) and three arm Jobs run in containers (non-root, read-only
+    root, the reranker on a read-only volume, the score cache on the scratch volume), the cross-encoder on
+    the CPU. Each arm's files are the bytes jobs.arm writes for it alone here, over the state the injector
+    built; none of the arm pods scored a pair but the one it checks; a rerun submits nothing."""
+    import dataclasses
+
+    from harness.retrieval.train import train_reranker
+    from harness.state import State
+    from harness.sweep.catalogue import CATALOGUE, config_hash
+    from harness.sweep.executor import measurement_identity
+    from harness.sweep.k8s.builders import rerank_scorer, sweep_selector
+    from harness.sweep.storage import is_complete
+    from jobs import arm as arm_job
+    from tests.test_sweep_legs import DETERMINISTIC
+
+    launcher = executor(release, tmp_path)
+    launcher = executor(release, tmp_path, backend="embedded",
+                        gpu=launcher.settings.gpu.model_copy(update={"enabled": False}))
+    assert rerank_scorer(launcher.settings) == ("torch", "cpu")
+    state = tmp_path / "pulled"  # the injector's state, as the pods unpack it
+    subprocess.run([sys.executable, "-m", "jobs.sync", "pull", "--store", release.store_url, "--s3-endpoint",
+                    release.endpoint, "--key", launcher.settings.state_key, "--out", str(state)],
+                   check=True, cwd=ROOT, capture_output=True, timeout=600)
+    reranker = tmp_path / "reranker"
+    train_reranker(State.open(state).corpora[0], reranker, seed=1, steps=2, batch_size=4)
+    launcher = dataclasses.replace(launcher, reranker=reranker)
+    pool = CATALOGUE.family("pool")
+    arms = [pool.arm(name) for name in ("pool-12", "pool-24", "pool-96")]
+    sweep_id = f"share-{uuid.uuid4().hex[:6]}"
+    started = time.monotonic()
+    report = launcher.run(arms, sweep_id)
+    wall = time.monotonic() - started
+    assert [o.status for o in report.outcomes] == ["published"] * 3, [(o.arm.name, o.message) for o in report.outcomes]
+
+    jobs = release.batch.list_namespaced_job(release.namespace, label_selector=sweep_selector(sweep_id, "arm")).items
+    assert sorted(j.metadata.name.split("-", 1)[0] for j in jobs) == ["arm", "arm", "arm", "legs", "scores", "scores"]
+    assert all(j.status.succeeded == 1 for j in jobs), [(j.metadata.name, j.status.failed) for j in jobs]
+    pods = release.core.list_namespaced_pod(release.namespace, label_selector=sweep_selector(sweep_id, "arm")).items
+    for pod in pods:
+        (status,) = pod.status.container_statuses
+        assert status.image_id.split("@")[-1].startswith("sha256:"), status.image_id
+        assert pod.spec.containers[0].image == launcher.settings.images.cpu
+        assert "nvidia.com/gpu" not in (pod.spec.containers[0].resources.limits or {})
+    alone = tmp_path / "alone"
+    for arm in arms:
+        digest = config_hash(arm, measurement_identity(launcher.state, arm, reranker, "embedded", ("torch", "cpu")))
+        assert is_complete(launcher.store, sweep_id, arm, digest), arm.name
+        one = json.dumps(arm.model_dump(exclude_none=True))
+        assert arm_job.main(["--state", str(state), "--sweep-id", sweep_id, "--store", str(alone), "--reranker",
+                             str(reranker), "--rerank-cache", "none", "--arm-json", one]) == 0
+        folder = f"sweeps/{sweep_id}/{arm.family}/{arm.name}"
+        for name in DETERMINISTIC:
+            assert launcher.store.get_bytes(f"{folder}/{name}") == (alone / folder / name).read_bytes(), name
+        runinfo = json.loads(launcher.store.get_text(f"{folder}/runinfo.json"))
+        assert (runinfo["rerank"]["scored"], runinfo["rerank"]["checked"]) == (0, 1), runinfo["rerank"]
+        assert len(runinfo["legs"]["published_scores"]["parts"]) == 2
+    again = launcher.run(arms, sweep_id)
+    assert [o.status for o in again.outcomes] == ["skipped"] * 3
+    print(f"\nsharing in containers, {sweep_id}: {wall:.0f}s for "
+          + ", ".join(sorted(j.metadata.name for j in jobs)), file=sys.stderr)
+
+
 def test_a_gpu_arm_on_a_gpu_less_node_is_named_unschedulable_not_dropped(release: Release) -> None:
     """The rerank arm keeps its GPU request, node selector and toleration; the real scheduler
     finds no node for it, and the watcher reports the scheduler's words at once."""

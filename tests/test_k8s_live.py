@@ -154,7 +154,7 @@ def chart_settings(store: str, endpoint: str, backend: str = BACKEND, gpu: bool 
     if gpu:
         images["gpu"] = f"registry.invalid/ragsweep-gpu@{FAKE_DIGEST}"
     arm_resources: dict[str, Any] = {"requests": {"cpu": "500m", "memory": "1Gi"}}
-    if not gpu:  # the cross-encoder's threads come from the CPU limit (not enforced by the process kubelet)
+    if not gpu:  # the request (500m) gives the cross-encoder 1 thread; limits are not enforced by the process kubelet
         arm_resources["limits"] = {"cpu": "1", "memory": "4Gi"}
     return {
         "schema": "ragsweep.k8s-launcher/1", "release": RELEASE, "images": images,

@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     rerank_cache: str = "var/cache/rerank"
     rerank_device: str = "cpu"  # what runs the cross-encoder: cpu, cuda or cuda:N (harness.retrieval.rerank)
     rerank_backend: str = "torch"  # the cross-encoder's runtime: torch, or onnx (onnxruntime on the CPU)
-    rerank_threads: int = 0  # the cross-encoder's CPU threads (0: torch's own count); a CPU rerank pod's CPU limit
+    rerank_threads: int = 0  # the cross-encoder's CPU threads (0: torch's own count); a CPU rerank pod's request
     # -- what a Job is told (jobs/arm.py, jobs/collect.py) --------------------------------------
     state: Path | None = None
     store: str | None = None

@@ -8,7 +8,9 @@
 #   stack/k8s/sweep.sh CORPORA_DIR ARMS        (make sweep ARMS=fusion EXECUTOR=k8s calls it)
 #
 # Environment: KUBECONFIG (default var/cluster/kubeconfig, the single-node cluster), VALUES
-# (extra values files, space-separated; default the chart's ci/single-node-values.yaml),
+# (extra values files, space-separated; default the chart's ci/single-node-values.yaml and
+# stack/k8s/no-gpu-values.yaml: the single node has no GPU), RERANKER (a reranker folder, for
+# families with a rerank stage: pushed to the object store, fetched by their pods),
 # IMAGES_VALUES (default var/images/values.yaml, written by make images), CORPUS_NAMES
 # (default synthetic), KEEP=1, NAMESPACE (default ragsweep-<hash of the corpora>-<time>),
 # BACKENDS (default "stack": the arms search the release's OpenSearch; "stack embedded" runs the
@@ -27,7 +29,8 @@ HELM=${HELM:-$ROOT/var/tools/bin/helm}
 PY=${PY:-$ROOT/.venv/bin/python}
 RAGSWEEP=${RAGSWEEP:-$ROOT/.venv/bin/ragsweep}
 RELEASE=${RELEASE:-ragsweep}
-VALUES=${VALUES:-charts/ragsweep/ci/single-node-values.yaml}
+VALUES=${VALUES:-charts/ragsweep/ci/single-node-values.yaml stack/k8s/no-gpu-values.yaml}
+RERANKER=${RERANKER:-}
 IMAGES_VALUES=${IMAGES_VALUES:-$ROOT/var/images/values.yaml}
 CORPUS_NAMES=${CORPUS_NAMES:-synthetic}
 BACKENDS=${BACKENDS:-stack}
@@ -40,6 +43,17 @@ die() { printf 'sweep-k8s: %s\n' "$*" >&2; exit "${2:-2}"; }
 [[ -f $KUBECONFIG ]] || die "no kubeconfig at $KUBECONFIG (make k8s-up starts the single-node cluster)"
 [[ -x $HELM ]] || die "no helm at $HELM (make k8s-tools)"
 [[ -f $IMAGES_VALUES ]] || die "no $IMAGES_VALUES (make images builds the images and writes it)"
+[[ -z $RERANKER || -f $RERANKER/config.json ]] || die "RERANKER=$RERANKER is not a reranker folder (no config.json)"
+if [[ -z $RERANKER ]]; then  # refused here, before a release is installed and a corpus injected for it
+  rerank=$("$PY" -c 'import sys
+from harness.errors import UsageError
+from harness.sweep.catalogue import CATALOGUE, select_arms
+try:
+    print(", ".join(a.name for a in select_arms(CATALOGUE, sys.argv[1]) if a.needs_reranker))
+except UsageError as e:
+    sys.exit(f"sweep-k8s: ARMS={sys.argv[1]}: {e}")' "$ARMS") || exit 2
+  [[ -z $rerank ]] || die "arms $rerank run the rerank stage and need RERANKER=DIR (a reranker folder; ragsweep reranker train --out DIR)"
+fi
 state_key=$(find "$CORPORA" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-10)
 NAMESPACE=${NAMESPACE:-ragsweep-$state_key-$(date +%s | tail -c 7)}
 LOGDIR=$ROOT/var/k8s-sweeps/$NAMESPACE
@@ -139,7 +153,8 @@ for backend in $BACKENDS; do
   fi
   arms_started=$SECONDS
   RAGSWEEP_K8S_NAMESPACE=$NAMESPACE RAGSWEEP_K8S_LAUNCHER_CONFIG=$RELEASE-launcher RAGSWEEP_K8S_S3_ENDPOINT=$RAGSWEEP_S3_ENDPOINT \
-    "$RAGSWEEP" sweep run --executor k8s --state "$LOGDIR/state" --arms "$ARMS" --out var 2>&1 \
+    "$RAGSWEEP" sweep run --executor k8s --state "$LOGDIR/state" --arms "$ARMS" --out var \
+    ${RERANKER:+--reranker "$RERANKER"} 2>&1 \
     | tee "$LOGDIR/sweep-$backend.log" || rc=$?
   say "arms on the $backend backend: $((SECONDS - arms_started))s"
 done
