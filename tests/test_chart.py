@@ -440,7 +440,7 @@ def test_without_gpus_the_cross_encoder_pods_are_cpu_pods() -> None:
     """gpu.enabled false: a rerank arm's Job and a scores Job run the CPU image on the arms' nodes, ask for no
     GPU, score on the CPU with the whole cores of the pod's request, and the sweep's identity says so; no GPU
     image needed."""
-    from harness.sweep.k8s.builders import rerank_scorer
+    from harness.sweep.k8s.settings import rerank_scorer
 
     docs = render(str(CHART / "ci" / "no-gpu-values.yaml"))
     (configmap,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-launcher")]

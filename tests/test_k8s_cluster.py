@@ -476,7 +476,8 @@ def test_a_rerank_family_without_gpus_shares_legs_and_scores_in_containers(relea
     from harness.state import State
     from harness.sweep.catalogue import CATALOGUE, config_hash
     from harness.sweep.executor import measurement_identity
-    from harness.sweep.k8s.builders import rerank_scorer, sweep_selector
+    from harness.sweep.k8s.builders import sweep_selector
+    from harness.sweep.k8s.settings import rerank_scorer
     from harness.sweep.storage import is_complete
     from jobs import arm as arm_job
     from tests.test_sweep_legs import DETERMINISTIC

@@ -284,6 +284,17 @@ def kubelet(kubeconfig: Path, tmp_path: Path) -> Iterator[Path]:
             process.wait()
 
 
+def _run(executor: K8sExecutor, arms: list[Any], sweep_id: str, kubelet: Path) -> tuple[Any, float]:
+    """The sweep's report and wall seconds; the process kubelet's log tail on stderr when it raises."""
+    started = time.monotonic()
+    try:
+        report = executor.run(arms, sweep_id)
+    except BaseException:
+        print(kubelet.read_text()[-4000:], file=sys.stderr)
+        raise
+    return report, time.monotonic() - started
+
+
 def test_three_arm_sweep_with_a_failing_pod(release: Release, kubelet: Path, state: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     ns, core, batch = release.namespace, release.core, release.batch
@@ -292,13 +303,7 @@ def test_three_arm_sweep_with_a_failing_pod(release: Release, kubelet: Path, sta
     arms = [FAMILY.arm(name) for name in (*GOOD, BAD)]
     sweep_id = f"live-{ns.rsplit('-', 1)[-1]}"
     executor = K8sExecutor(settings, ns, batch, core, store, state, timeout_s=600)
-    started = time.monotonic()
-    try:
-        report = executor.run(arms, sweep_id)
-    except BaseException:
-        print(kubelet.read_text()[-4000:], file=sys.stderr)
-        raise
-    wall = time.monotonic() - started
+    report, wall = _run(executor, arms, sweep_id, kubelet)
     by_name = {o.arm.name: o for o in report.outcomes}
 
     # The two good arms ran in their pods and published complete artefact sets to S3.
@@ -461,7 +466,7 @@ def test_a_rerank_family_shares_legs_and_scores_through_jobs(gpuless_release: Re
     one it checks; the cross-encoder's pods are CPU pods on the CPU node; a rerun submits nothing."""
     from harness.retrieval.train import train_reranker
     from harness.state import State
-    from harness.sweep.k8s.builders import rerank_scorer
+    from harness.sweep.k8s.settings import rerank_scorer
     from jobs import arm as arm_job
     from tests.test_sweep_legs import DETERMINISTIC
 
@@ -475,13 +480,7 @@ def test_a_rerank_family_shares_legs_and_scores_through_jobs(gpuless_release: Re
     arms = [pool.arm(name) for name in ("pool-12", "pool-24", "pool-96")]
     sweep_id = f"sharing-{ns.rsplit('-', 1)[-1]}"
     executor = K8sExecutor(settings, ns, batch, core, store, embedded_state, reranker=reranker, timeout_s=900)
-    started = time.monotonic()
-    try:
-        report = executor.run(arms, sweep_id)
-    except BaseException:
-        print(kubelet.read_text()[-4000:], file=sys.stderr)
-        raise
-    wall = time.monotonic() - started
+    report, wall = _run(executor, arms, sweep_id, kubelet)
     assert [o.status for o in report.outcomes] == ["published"] * 3, (
         [(o.arm.name, o.status, o.message) for o in report.outcomes], kubelet.read_text()[-3000:])
 

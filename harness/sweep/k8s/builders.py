@@ -31,7 +31,7 @@ from kubernetes import client as k
 
 from harness.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_LICENCE, EXIT_REFUSED, EXIT_USAGE, EXIT_VALIDATION
 from harness.sweep.catalogue import Arm
-from harness.sweep.k8s.settings import LauncherSettings, PodShape
+from harness.sweep.k8s.settings import LauncherSettings, PodShape, rerank_scorer, whole_cores
 
 APP_NAME = "ragsweep"
 MANAGED_BY = "ragsweep-launcher"
@@ -55,25 +55,6 @@ SCRATCH = "/tmp"
 RERANK_CACHE = f"{SCRATCH}/rerank-cache"
 UID = 10001
 
-
-
-def rerank_scorer(settings: LauncherSettings) -> tuple[str, str]:
-    """What runs a rerank Job's cross-encoder (--rerank-backend, --rerank-device): torch on the GPU it asks
-    for, or on its CPU node's cores where the release has no GPUs (gpu.enabled false). In the sweep's
-    measurement identity, so the executor and the Job agree on a rerank arm's config hash."""
-    return ("torch", "cuda" if settings.gpu.enabled else "cpu")
-
-
-def _cpu_threads(resources: Any) -> int | None:
-    """The cross-encoder's threads on a CPU node: the whole cores the pod is sure of, its CPU request (else
-    its limit), at least one; None with neither. Torch's own count is the node's cores whatever the pod's
-    share, and more threads than cores the pods have to themselves spin against each other: two pods of 2
-    threads on the 2-core single-node cluster scored 5.2 pairs/s between them (docs/cluster.md)."""
-    amount = str(resources.requests.get("cpu") or resources.limits.get("cpu") or "")
-    if not amount:
-        return None
-    cores = int(amount[:-1]) / 1000 if amount.endswith("m") else float(amount)
-    return max(1, int(cores))
 
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -195,7 +176,7 @@ def arm_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str,
         # the Job asks for the GPU resource (gpu.resource_name): the cross-encoder runs on it; without GPUs
         # on its CPU node's cores, as many threads as the pod's CPU request has whole cores
         env.append(_env("RAGSWEEP_RERANK_DEVICE", rerank_scorer(settings)[1]))
-        threads = None if settings.gpu.enabled else _cpu_threads(settings.arm.resources)
+        threads = None if settings.gpu.enabled else whole_cores(settings.arm.resources)
         if threads is not None:
             env.append(_env("RAGSWEEP_RERANK_THREADS", str(threads)))
     env.append(_env("RAGSWEEP_WORKERS", str(settings.workers)))

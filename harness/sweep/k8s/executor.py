@@ -49,7 +49,7 @@ from harness.sweep.executor import (
     state_identity,
 )
 from harness.sweep.k8s.plan import plan_legs, plan_scores
-from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings
+from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings, rerank_scorer
 from harness.sweep.k8s.submit import RetryPolicy, call_api, create_job, delete_job
 from harness.sweep.k8s.watch import STUCK_REASONS, JobResult, JobWatcher, WatchTimeout
 from harness.sweep.storage import ArtefactStore, incomplete_reason, is_complete, publish_failure, read_failure
@@ -210,7 +210,7 @@ class K8sExecutor:
                 fail(arms, f"not run: its group's {what} job {name} did not finish before the sweep's deadline: {e}")
 
     def run(self, arms: Sequence[Arm], sweep_id: str) -> SweepReport:
-        from harness.sweep.k8s.builders import arm_job_name, build_arm_job, rerank_scorer, sweep_selector
+        from harness.sweep.k8s.builders import arm_job_name, build_arm_job, sweep_selector
 
         started = time.monotonic()
         report = SweepReport(sweep_id=sweep_id)

@@ -124,6 +124,25 @@ class LauncherSettings(_Model):
         return self
 
 
+def rerank_scorer(settings: LauncherSettings) -> tuple[str, str]:
+    """What runs a rerank Job's cross-encoder (--rerank-backend, --rerank-device): torch on the GPU it asks
+    for, or on its CPU node's cores where the release has no GPUs (gpu.enabled false). In the sweep's
+    measurement identity, so the executor and the Job agree on a rerank arm's config hash."""
+    return ("torch", "cuda" if settings.gpu.enabled else "cpu")
+
+
+def whole_cores(resources: Resources) -> int | None:
+    """The cross-encoder's threads on a CPU node: the whole cores the pod is sure of, its CPU request (else
+    its limit), at least one; None with neither. Torch's own count is the node's cores whatever the pod's
+    share, and more threads than cores the pods have to themselves spin against each other: two pods of 2
+    threads on the 2-core single-node cluster scored 5.2 pairs/s between them (docs/cluster.md)."""
+    amount = str(resources.requests.get("cpu") or resources.limits.get("cpu") or "")
+    if not amount:
+        return None
+    cores = int(amount[:-1]) / 1000 if amount.endswith("m") else float(amount)
+    return max(1, int(cores))
+
+
 def parse_settings(text: str, source: str) -> LauncherSettings:
     """Read the chart's settings.json; errors name the source and the field on one line."""
     try:
