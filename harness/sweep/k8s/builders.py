@@ -55,8 +55,6 @@ SCRATCH = "/tmp"
 RERANK_CACHE = f"{SCRATCH}/rerank-cache"
 UID = 10001
 
-
-
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _DNS_UNSAFE = re.compile(r"[^a-z0-9-]+")
 
