@@ -483,16 +483,16 @@ def test_a_rerank_family_without_gpus_shares_legs_and_scores_in_containers(relea
     from tests.test_sweep_legs import DETERMINISTIC
 
     launcher = executor(release, tmp_path)
-    launcher = executor(release, tmp_path, backend="embedded",
-                        gpu=launcher.settings.gpu.model_copy(update={"enabled": False}))
-    assert rerank_scorer(launcher.settings) == ("torch", "cpu")
+    settings = launcher.settings.model_copy(update={
+        "backend": "embedded", "gpu": launcher.settings.gpu.model_copy(update={"enabled": False})})
+    assert rerank_scorer(settings) == ("torch", "cpu")
     state = tmp_path / "pulled"  # the injector's state, as the pods unpack it
     subprocess.run([sys.executable, "-m", "jobs.sync", "pull", "--store", release.store_url, "--s3-endpoint",
                     release.endpoint, "--key", launcher.settings.state_key, "--out", str(state)],
                    check=True, cwd=ROOT, capture_output=True, timeout=600)
     reranker = tmp_path / "reranker"
     train_reranker(State.open(state).corpora[0], reranker, seed=1, steps=2, batch_size=4)
-    launcher = dataclasses.replace(launcher, reranker=reranker)
+    launcher = dataclasses.replace(launcher, settings=settings, reranker=reranker)
     pool = CATALOGUE.family("pool")
     arms = [pool.arm(name) for name in ("pool-12", "pool-24", "pool-96")]
     sweep_id = f"share-{uuid.uuid4().hex[:6]}"

@@ -153,9 +153,6 @@ def chart_settings(store: str, endpoint: str, backend: str = BACKEND, gpu: bool 
     images = {"cpu": f"registry.invalid/ragsweep-cpu@{FAKE_DIGEST}"}
     if gpu:
         images["gpu"] = f"registry.invalid/ragsweep-gpu@{FAKE_DIGEST}"
-    arm_resources: dict[str, Any] = {"requests": {"cpu": "500m", "memory": "1Gi"}}
-    if not gpu:  # the request (500m) gives the cross-encoder 1 thread; limits are not enforced by the process kubelet
-        arm_resources["limits"] = {"cpu": "1", "memory": "4Gi"}
     return {
         "schema": "ragsweep.k8s-launcher/1", "release": RELEASE, "images": images,
         "serviceAccount": f"{RELEASE}-arm", "store": store, "s3Endpoint": endpoint,
@@ -169,7 +166,8 @@ def chart_settings(store: str, endpoint: str, backend: str = BACKEND, gpu: bool 
         "parallelism": 2,
         "arm": {"policy": {"backoffLimit": BACKOFF_LIMIT, "activeDeadlineSeconds": 900,
                            "ttlSecondsAfterFinished": 3600},
-                "resources": arm_resources},
+                # without GPUs, the request's whole cores (at least 1) are the cross-encoder's threads
+                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
         "collector": {"policy": {"backoffLimit": 0, "activeDeadlineSeconds": 600, "ttlSecondsAfterFinished": 3600}},
         "gpu": {"enabled": gpu, "placement": {"nodeSelector": {"nvidia.com/gpu.present": "true"},
                                               "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",

@@ -136,11 +136,10 @@ def whole_cores(resources: Resources) -> int | None:
     its limit), at least one; None with neither. Torch's own count is the node's cores whatever the pod's
     share, and more threads than cores the pods have to themselves spin against each other: two pods of 2
     threads on the 2-core single-node cluster scored 5.2 pairs/s between them (docs/cluster.md)."""
-    amount = str(resources.requests.get("cpu") or resources.limits.get("cpu") or "")
-    if not amount:
-        return None
-    cores = int(amount[:-1]) / 1000 if amount.endswith("m") else float(amount)
-    return max(1, int(cores))
+    from kubernetes.utils import parse_quantity  # the builders' dependency, which call this
+
+    amount = resources.requests.get("cpu") or resources.limits.get("cpu")
+    return None if amount is None else max(1, int(parse_quantity(amount)))
 
 
 def parse_settings(text: str, source: str) -> LauncherSettings:
