@@ -32,6 +32,7 @@ from harness.sweep.gate import (
     SPLIT,
     WIN,
 )
+from harness.sweep.gatespec import DEFAULT_GATE, GateSpec
 from harness.sweep.storage import LocalFolderStore, publish_arm, publish_failure
 
 STATE = "state-1"
@@ -180,7 +181,7 @@ def test_deltas_p_values_and_holm(collected: tuple[dict[str, Any], str, LocalFol
     assert cell(entry(comparison, "win"), "qmsum", "lookup")["p"] == pytest.approx(0.5)
     assert cell(entry(comparison, "win"), "qmsum", "all", "nDCG@5")["delta"] == pytest.approx(0.05)
     measured = {c["measure"] for c in entry(comparison, "win")["cells"]}
-    assert measured == {"nDCG@5", "nDCG@10", "nDCG@20", "R@10", "MRR", "fileR@1"}
+    assert measured == {"nDCG@5", "nDCG@10", "nDCG@20", "R@5", "R@10", "R@20", "MRR", "fileR@1"}
 
 
 def test_missing_and_failed_are_listed_by_name(collected: tuple[dict[str, Any], str, LocalFolderStore]) -> None:
@@ -319,3 +320,44 @@ def test_contrasts_use_the_same_paired_test(tmp_path: Path) -> None:
     assert c["p"] == pytest.approx(2 / 16)
     assert c["p_holm"] is not None and c["p_holm"] >= c["p"]
     assert "win vs loss" in markdown
+
+
+def test_the_gate_block_is_the_spec_and_its_rule(collected: tuple[dict[str, Any], str, LocalFolderStore]) -> None:
+    comparison, markdown, _ = collected
+    assert comparison["schema"] == "ragsweep.comparison/2"
+    assert {k: v for k, v in comparison["gate"].items() if k != "rule"} == DEFAULT_GATE.model_dump(mode="json")
+    assert f"The gate: {DEFAULT_GATE.rule()}." in markdown
+    # lookupdrop's qmsum lookup queries fell by 0.02 on every measure (nDCG@5 is half the value: -0.01)
+    assert entry(comparison, "lookupdrop")["why"] == ("qmsum nDCG@5 -0.0100, nDCG@10 -0.0200, nDCG@20 -0.0200, "
+                                                      "R@5 -0.0200, R@10 -0.0200, R@20 -0.0200, MRR -0.0200")
+    assert "| lookup regressed: qmsum nDCG@5 -0.0100, nDCG@10 -0.0200" in markdown
+
+
+def test_queries_improved_tied_worsened_per_class(collected: tuple[dict[str, Any], str, LocalFolderStore]) -> None:
+    comparison, markdown, _ = collected
+    drop = entry(comparison, "lookupdrop")
+    # qmsum: both lookup queries -0.02, both summarize +0.2; synthetic: all four +0.1
+    assert [(cell(drop, "qmsum", k)["improved"], cell(drop, "qmsum", k)["tied"], cell(drop, "qmsum", k)["worsened"])
+            for k in ("lookup", "summarize", "all")] == [(0, 0, 2), (2, 0, 0), (2, 0, 2)]
+    assert (cell(drop, "synthetic", "all")["improved"], cell(drop, "synthetic", "all")["worsened"]) == (4, 0)
+    inert = cell(entry(comparison, "inertarm"), "qmsum", "all")
+    assert (inert["improved"], inert["tied"], inert["worsened"]) == (0, 4, 0)
+    assert "| lookupdrop | qmsum | 0 / 0 / 2 | 2 / 0 / 0 | — | 2 / 0 / 2 |" in markdown
+
+
+def test_a_manifests_gate_decides_and_a_latency_budget_leaves_the_win_pending(tmp_path: Path) -> None:
+    store = sweep(tmp_path)
+    # protect the all row on MRR only, with a latency budget: lookupdrop's lookup loss no longer counts
+    gate = GateSpec(protected_class="all", protected_measures=("MRR",), latency={"p95_added_ms": 5})
+    comparison, markdown = run(store, gate=gate)
+    assert comparison["gate"]["protected_class"] == "all"
+    assert comparison["gate"]["latency"] == {"p95_added_ms": 5.0, "p95_ratio": None}
+    assert entry(comparison, "lookupdrop")["verdict"] == WIN
+    assert entry(comparison, "lookupdrop")["latency_gate"] == "latency.json"
+    assert "latency_gate" not in entry(comparison, "split")
+    # synthetic has no summarize row: a gate protecting it cannot be read there
+    summarize, _ = run(store, gate=GateSpec(protected_class="summarize"))
+    assert entry(summarize, "win")["verdict"] == NOT_COMPARABLE
+    assert entry(summarize, "win")["why"].startswith("no synthetic summarize nDCG@5")
+    assert "win: qmsum +0.0900, synthetic +0.1000 (quality only: the latency budget's verdict is in latency.md" \
+        in markdown

@@ -54,9 +54,27 @@ def test_a_misfit_is_one_input_error_naming_the_file_and_the_field(tmp_path: Pat
     assert "\n" not in message and message.startswith(where) and field in message
 
 
+def test_a_schema_1_comparison_still_reads(tmp_path: Path) -> None:
+    """A comparison written before the gate was data (schema 1: no counts, no hinges_on, the old gate block)."""
+    publish_sweep(tmp_path, "s", ("fusion",))
+    doc, where = _doc(tmp_path)
+    assert doc["schema"] == COMPARISON_SCHEMA == "ragsweep.comparison/2"
+    doc["schema"] = "ragsweep.comparison/1"
+    doc["gate"] = {"measure": "nDCG@10", "class": "all", "protected_class": "lookup", "rule": "win: ..."}
+    for family in doc["families"]:
+        for arm in family["arms"]:
+            del arm["hinges_on"]
+            for cell in arm["cells"]:
+                for key in ("improved", "tied", "worsened"):
+                    del cell[key]
+    read = read_comparison(doc, where)
+    family = read.family("fusion")
+    assert family is not None and family.arms[0].hinges_on == [] and family.arms[0].cells[0].improved is None
+
+
 def test_a_foreign_schema_is_refused_before_its_fields(tmp_path: Path) -> None:
-    with pytest.raises(InputDataError, match=r"x\.json: field schema: expected 'ragsweep\.comparison/1', got "
-                                             r"'ragsweep\.metrics/1'"):
+    with pytest.raises(InputDataError, match=r"x\.json: field schema: expected 'ragsweep\.comparison/1' or "
+                                             r"'ragsweep\.comparison/2', got 'ragsweep\.metrics/1'"):
         read_comparison({"schema": "ragsweep.metrics/1"}, "x.json")
     with pytest.raises(InputDataError, match="got 'list'"):
         read_comparison([], "x.json")

@@ -27,6 +27,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from harness.bench.arm import ARM_KEYS, DEFAULTS, INT_KEYS, ArmConfig
 from harness.errors import UsageError
+from harness.sweep.gatespec import DEFAULT_GATE, GateSpec
 
 MANIFEST_SCHEMA = "ragsweep.catalogue/1"
 CONFIG_HASH_SCHEMA = "ragsweep.arm-config/1"
@@ -180,12 +181,13 @@ class Family(BaseModel):
 
 
 class Catalogue(BaseModel):
-    """The manifest document: ``{"schema": ..., "families": [...]}``."""
+    """The manifest document: ``{"schema": ..., "families": [...], "gate": {...}}`` (no gate: the default)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_: str = Field(MANIFEST_SCHEMA, alias="schema")
     families: tuple[Family, ...]
+    gate: GateSpec = DEFAULT_GATE
 
     @field_validator("schema_")
     @classmethod

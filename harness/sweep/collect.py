@@ -14,29 +14,22 @@ failed, with the executor's error); nothing is silently omitted.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.errors import UsageError
 from harness.report.files import dumps
 from harness.sweep.catalogue import CATALOGUE, Arm, Family
 from harness.sweep.comparison import COMPARISON_SCHEMA, ComparisonDoc
-from harness.sweep.gate import (
-    ALPHA,
-    CLASS_ORDER,
-    GATE_CLASS,
-    GATE_MEASURE,
-    NOT_COMPARABLE,
-    PROTECTED_CLASS,
-    find_cell,
-    verdict,
-)
+from harness.sweep.gate import ALPHA, CLASS_ORDER, NOT_COMPARABLE, WIN, find_cell, verdict
+from harness.sweep.gatespec import DEFAULT_GATE, GateSpec
 from harness.sweep.markdown import render_comparison
 from harness.sweep.results import ArmResults, load_from_store, state_fingerprint
 from harness.sweep.stats import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, holm, paired_test
 from harness.sweep.storage import ArtefactStore, sweep_prefix
 
-COMPARED_MEASURES: tuple[str, ...] = ("nDCG@5", "nDCG@10", "nDCG@20", "R@10", "MRR", "fileR@1")
+# every reported retrieval measure (what the default gate protects) and the file-level fileR@1
+COMPARED_MEASURES: tuple[str, ...] = ("nDCG@5", "nDCG@10", "nDCG@20", "R@5", "R@10", "R@20", "MRR", "fileR@1")
 
 
 @dataclass(frozen=True)
@@ -46,6 +39,10 @@ class Settings:
     seed: int = DEFAULT_SEED
     level: float = 0.95
     measures: tuple[str, ...] = COMPARED_MEASURES
+
+    def with_gate(self, gate: GateSpec) -> Settings:
+        """These settings comparing every measure the gate reads too (a gate's own measures are never skipped)."""
+        return replace(self, measures=tuple(dict.fromkeys((*self.measures, *gate.measures))))
 
 
 def _class_key(query_class: str) -> tuple[int, str]:
@@ -74,6 +71,9 @@ def compare_pair(treatment: ArmResults, baseline: ArmResults, settings: Settings
                 "n_control": len(ids_b), "n_arm": len(ids_t), "n_matched": len(matched),
                 "counts_match": len(ids_b) == len(ids_t) == len(matched),
                 "per_query_identical": all(d == 0.0 for d in deltas),
+                # the matched queries the arm moved up, left, moved down on this measure
+                "improved": sum(d > 0 for d in deltas), "tied": sum(d == 0 for d in deltas),
+                "worsened": sum(d < 0 for d in deltas),
                 "mean_paired_delta": test.mean_delta, "p": test.p_value, "p_method": test.method,
                 "p_holm": None, "ci": None if test.ci_low is None else [test.ci_low, test.ci_high],
             })
@@ -116,7 +116,7 @@ def _query_check(results: Sequence[ArmResults], control: ArmResults | None) -> d
     return {"same": not differences, "differences": differences}
 
 
-def _winners(arms: Sequence[dict[str, Any]], corpora: Sequence[str]) -> dict[str, Any]:
+def _winners(arms: Sequence[dict[str, Any]], corpora: Sequence[str], gate: GateSpec) -> dict[str, Any]:
     winners: dict[str, Any] = {}
     for corpus in corpora:
         best: float | None = None
@@ -124,7 +124,7 @@ def _winners(arms: Sequence[dict[str, Any]], corpora: Sequence[str]) -> dict[str
         for entry in arms:
             if entry["instrument_control"] or entry["status"] != "complete":
                 continue
-            cell = find_cell(entry["cells"], corpus, GATE_CLASS, GATE_MEASURE)
+            cell = find_cell(entry["cells"], corpus, gate.query_class, gate.measure)
             if cell is None or cell["delta"] <= 0:
                 continue
             if best is None or cell["delta"] > best:
@@ -147,7 +147,7 @@ def _apply_holm(comparisons: Sequence[dict[str, Any]]) -> None:
 
 
 def compare_family(family: Family, results: dict[str, ArmResults], corpora: Sequence[str],
-                   settings: Settings) -> dict[str, Any]:
+                   settings: Settings, gate: GateSpec = DEFAULT_GATE) -> dict[str, Any]:
     members = [results[a.name] for a in family.arms if a.name in results]
     control = results.get(family.control)
     have_control = control is not None and control.complete
@@ -172,12 +172,15 @@ def compare_family(family: Family, results: dict[str, ArmResults], corpora: Sequ
     _apply_holm([*arms, *contrasts])
     for entry, result in zip(arms, [m for m in members if m.arm.name != family.control], strict=True):
         if entry["cells"]:
-            entry["verdict"], entry["why"] = verdict(result.arm, entry["cells"], corpora)
+            entry["verdict"], entry["why"], entry["hinges_on"] = verdict(result.arm, entry["cells"], corpora, gate)
             entry["significant_on"] = [
                 c for c in corpora
-                if (cell := find_cell(entry["cells"], c, GATE_CLASS, GATE_MEASURE)) is not None
+                if (cell := find_cell(entry["cells"], c, gate.query_class, gate.measure)) is not None
                 and cell["p_holm"] is not None and cell["p_holm"] < ALPHA
             ]
+            if gate.latency is not None and entry["verdict"] == WIN:
+                # the quality gate passed; the budget is read from latency.json (harness.sweep.latencygate)
+                entry["latency_gate"] = "latency.json"
         elif not have_control and result.complete:
             entry["verdict"], entry["why"] = NOT_COMPARABLE, f"the control {family.control} has no complete results"
         else:
@@ -190,7 +193,7 @@ def compare_family(family: Family, results: dict[str, ArmResults], corpora: Sequ
         "needs_reranker": family.needs_reranker,
         "arms": arms,
         "contrasts": contrasts,
-        "winner": _winners(arms, corpora) if have_control else {},
+        "winner": _winners(arms, corpora, gate) if have_control else {},
         "missing": [_status_entry(r) for r in members if r.status in ("missing", "incomplete")],
         "failed": [_status_entry(r) for r in members if r.status == "failed"],
         "checks": {"corpus_state": _state_check(members, family.control),
@@ -208,7 +211,8 @@ def _families_for(arms: Sequence[Arm], families: Sequence[Family]) -> list[Famil
 
 
 def build_comparison(results: Sequence[ArmResults], families: Sequence[Family], sweep_id: str,
-                     settings: Settings) -> dict[str, Any]:
+                     settings: Settings, gate: GateSpec = DEFAULT_GATE) -> dict[str, Any]:
+    settings = settings.with_gate(gate)
     by_name = {r.arm.name: r for r in results}
     corpora = sorted({c for r in results if r.complete for c in r.corpora})
     return {
@@ -216,9 +220,7 @@ def build_comparison(results: Sequence[ArmResults], families: Sequence[Family], 
         "sweep_id": sweep_id,
         "corpora": corpora,
         "single_corpus": len(corpora) < 2,
-        "gate": {"measure": GATE_MEASURE, "class": GATE_CLASS, "protected_class": PROTECTED_CLASS,
-                 "rule": f"win: {GATE_MEASURE} delta > 0 on the {GATE_CLASS} row of every corpus and "
-                         f"{GATE_MEASURE} delta >= 0 on the {PROTECTED_CLASS} row of every corpus"},
+        "gate": {**gate.model_dump(mode="json"), "rule": gate.rule()},
         "measures": list(settings.measures),
         "statistics": {
             "test": "paired sign-flip randomization, two-sided, |mean delta|; exact when 2^n <= permutations",
@@ -231,24 +233,25 @@ def build_comparison(results: Sequence[ArmResults], families: Sequence[Family], 
             "alpha": ALPHA,
             "pairing": "per-query values matched by query id; queries in only one arm are counted, not used",
         },
-        "families": [compare_family(f, by_name, corpora, settings) for f in families],
+        "families": [compare_family(f, by_name, corpora, settings, gate) for f in families],
     }
 
 
 def collect(store: ArtefactStore, sweep_id: str, catalogue_arms: Sequence[Arm], *,
             families: Sequence[Family] | None = None, state_identity: str | None = None,
-            settings: Settings | None = None, plot: bool = True) -> tuple[dict[str, Any], str]:
+            settings: Settings | None = None, plot: bool = True,
+            gate: GateSpec = DEFAULT_GATE) -> tuple[dict[str, Any], str]:
     """Read every arm, compare, and write comparison.json / .md (and .png) under the sweep.
 
     ``families`` defaults to the built-in catalogue's; an arm's family control is read even if
-    the caller did not list it, since no delta exists without it.
+    the caller did not list it, since no delta exists without it. ``gate``: the manifest's.
     """
     settings = settings or Settings()
     chosen = _families_for(catalogue_arms, families or CATALOGUE.families)
     wanted = {a.name for a in catalogue_arms}
     arms = [a for f in chosen for a in f.arms if a.name in wanted or a.name == f.control]
     results = [load_from_store(store, sweep_id, a, state_identity=state_identity) for a in arms]
-    comparison = build_comparison(results, chosen, sweep_id, settings)
+    comparison = build_comparison(results, chosen, sweep_id, settings, gate)
     prefix = sweep_prefix(sweep_id)
     png_note = None
     comparison["plot"] = None

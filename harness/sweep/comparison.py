@@ -5,6 +5,10 @@ against :class:`ComparisonDoc` before writing, as the report stage does for metr
 reader (the reproduction page) reads through :func:`read_comparison`, so a malformed or
 foreign file is one line naming the file and the field (exit 4). The models never change a
 byte of the file. A block a later collector adds rides beside (``extra="allow"``).
+
+Schema 2 (the gate as data): the ``gate`` block is the manifest's GateSpec with its rule, cells
+count the queries improved / tied / worsened, arms carry ``hinges_on`` (and ``latency_gate`` when
+a latency budget is set). Schema 1 files still read: the fields 2 added are optional here.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from harness.errors import InputDataError
 from harness.inputfiles import validate_input
 
-COMPARISON_SCHEMA = "ragsweep.comparison/1"
+COMPARISON_SCHEMA = "ragsweep.comparison/2"
+READABLE_SCHEMAS = ("ragsweep.comparison/1", COMPARISON_SCHEMA)
 
 
 class _Block(BaseModel):
@@ -42,6 +47,9 @@ class Cell(_Block):
     p_method: StrictStr
     p_holm: float | None
     ci: list[float] | None
+    improved: StrictInt | None = None  # schema 2: matched queries the arm moved up / left / moved down
+    tied: StrictInt | None = None
+    worsened: StrictInt | None = None
 
 
 class ArmEntry(_Block):
@@ -53,6 +61,8 @@ class ArmEntry(_Block):
     verdict: StrictStr
     why: StrictStr
     significant_on: list[StrictStr] = Field(default_factory=list)
+    hinges_on: list[StrictStr] = Field(default_factory=list)  # schema 2: cells within the gate's tolerance
+    latency_gate: StrictStr | None = None  # schema 2: a quality win whose latency verdict is in this file
 
 
 class Contrast(_Block):
@@ -87,7 +97,7 @@ class FamilyEntry(_Block):
 
 
 class ComparisonDoc(_Block):
-    schema_: Literal["ragsweep.comparison/1"] = Field(alias="schema")
+    schema_: Literal["ragsweep.comparison/1", "ragsweep.comparison/2"] = Field(alias="schema")
     sweep_id: StrictStr
     corpora: list[StrictStr]
     single_corpus: StrictBool
@@ -104,7 +114,8 @@ class ComparisonDoc(_Block):
 def read_comparison(doc: Any, where: str) -> ComparisonDoc:
     """A parsed comparison.json (read from ``where``) as :class:`ComparisonDoc`; the first problem
     is one line naming the file and the field (exit 4)."""
-    if not isinstance(doc, dict) or doc.get("schema") != COMPARISON_SCHEMA:
+    if not isinstance(doc, dict) or doc.get("schema") not in READABLE_SCHEMAS:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise InputDataError(f"{where}: field schema: expected {COMPARISON_SCHEMA!r}, got {got!r}")
+        expected = " or ".join(repr(s) for s in READABLE_SCHEMAS)
+        raise InputDataError(f"{where}: field schema: expected {expected}, got {got!r}")
     return validate_input(ComparisonDoc, doc, where)

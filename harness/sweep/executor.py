@@ -369,5 +369,5 @@ def collect_sweep(store: ArtefactStore, sweep_id: str, selector: str, manifest: 
 
     catalogue = load_manifest(manifest) if manifest else (stored_catalogue(store, sweep_id) or CATALOGUE)
     arms = select_arms(catalogue, selector)
-    collect(store, sweep_id, arms, families=catalogue.families)
+    collect(store, sweep_id, arms, families=catalogue.families, gate=catalogue.gate)
     return f"sweeps/{sweep_id}/comparison.md"

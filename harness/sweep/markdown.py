@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.sweep.gate import CLASS_ORDER, GATE_MEASURE, find_cell
+from harness.sweep.gate import CLASS_ORDER, find_cell
 
 
 def fmt_delta(value: float | None) -> str:
@@ -32,39 +32,74 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
-def _summary(family: dict[str, Any], corpora: Sequence[str]) -> list[str]:
+def _verdict(entry: dict[str, Any], gate: dict[str, Any]) -> str:
+    """The verdict, its why, the tolerance flag and the significance note: all from the JSON."""
+    text = entry["verdict"]
+    if entry.get("cells") and entry.get("why"):
+        text += f": {entry['why']}"
+    if entry.get("latency_gate"):
+        text += f" (quality only: the latency budget's verdict is in latency.md, from {entry['latency_gate']})"
+    if entry.get("hinges_on"):
+        text += (f" — hinges on a delta within tolerance ({gate['tolerance']:g}): "
+                 f"{', '.join(entry['hinges_on'])}; not a finding")
+    if entry.get("significant_on"):
+        text += f" (Holm p < 0.05 on {', '.join(entry['significant_on'])})"
+    return text
+
+
+def _summary(family: dict[str, Any], corpora: Sequence[str], gate: dict[str, Any]) -> list[str]:
+    measure, gate_class, protected = gate["measure"], gate["query_class"], gate["protected_class"]
     header = ["arm", "axis"]
     for corpus in corpora:
-        header += [f"{corpus} Δ {GATE_MEASURE} all", "95% CI", "p (Holm)", f"{corpus} Δ lookup"]
+        header += [f"{corpus} Δ {measure} {gate_class}", "95% CI", "p (Holm)", f"{corpus} Δ {protected}"]
     header.append("verdict")
     rows = [[family["control"], "control", *(["—"] * 4 * len(corpora)), "control"]]
     for entry in family["arms"]:
         row = [entry["arm"], entry["axis"]]
         for corpus in corpora:
-            all_cell = find_cell(entry["cells"], corpus, "all", GATE_MEASURE)
-            lookup = find_cell(entry["cells"], corpus, "lookup", GATE_MEASURE)
+            all_cell = find_cell(entry["cells"], corpus, gate_class, measure)
+            lookup = find_cell(entry["cells"], corpus, protected, measure)
             row += [fmt_delta(_get(all_cell, "delta")), fmt_ci(_get(all_cell, "ci")),
                     fmt_p(_get(all_cell, "p_holm")), fmt_delta(_get(lookup, "delta"))]
-        verdict = entry["verdict"]
-        if entry.get("significant_on"):
-            verdict += f" (Holm p < 0.05 on {', '.join(entry['significant_on'])})"
-        row.append(verdict)
+        row.append(_verdict(entry, gate))
         rows.append(row)
     return _table(header, rows)
 
 
-def _per_class(entries: Sequence[dict[str, Any]], corpora: Sequence[str], label: str) -> list[str]:
+def _classes(entries: Sequence[dict[str, Any]]) -> list[str]:
     seen = {cell["query_class"] for entry in entries for cell in entry["cells"]}
-    classes = sorted(seen, key=lambda c: (CLASS_ORDER.index(c) if c in CLASS_ORDER else len(CLASS_ORDER) - 1, c))
+    return sorted(seen, key=lambda c: (CLASS_ORDER.index(c) if c in CLASS_ORDER else len(CLASS_ORDER) - 1, c))
+
+
+def _moved(entries: Sequence[dict[str, Any]], corpora: Sequence[str], measure: str) -> list[str]:
+    """Per arm and corpus, per class: the matched queries the arm improved / tied / worsened."""
+    classes = _classes(entries)
+    rows = []
+    for entry in entries:
+        for corpus in corpora:
+            row = [entry["arm"], corpus]
+            for query_class in classes:
+                cell = find_cell(entry["cells"], corpus, query_class, measure)
+                row.append("—" if cell is None or "improved" not in cell
+                           else f"{cell['improved']} / {cell['tied']} / {cell['worsened']}")
+            rows.append(row)
+    if not rows or not classes:
+        return []
+    return ["", f"Queries improved / tied / worsened on {measure} against the control (matched by query id):", "",
+            *_table(["arm", "corpus", *classes], rows)]
+
+
+def _per_class(entries: Sequence[dict[str, Any]], corpora: Sequence[str], label: str, measure: str) -> list[str]:
+    classes = _classes(entries)
     if not classes:
         return []
-    lines = ["", f"{GATE_MEASURE} Δ per class ({label}), with the Holm-adjusted p:", ""]
+    lines = ["", f"{measure} Δ per class ({label}), with the Holm-adjusted p:", ""]
     rows = []
     for entry in entries:
         for corpus in corpora:
             row = [entry["arm"] if "baseline" not in entry else f"{entry['arm']} vs {entry['baseline']}", corpus]
             for query_class in classes:
-                cell = find_cell(entry["cells"], corpus, query_class, GATE_MEASURE)
+                cell = find_cell(entry["cells"], corpus, query_class, measure)
                 row.append("—" if cell is None else f"{fmt_delta(cell['delta'])} (p {fmt_p(cell['p_holm'])})")
             rows.append(row)
     return lines + _table(["arm", "corpus", *classes], rows)
@@ -122,8 +157,17 @@ def render_comparison(comparison: dict[str, Any], *, plot_note: str | None = Non
     corpora: list[str] = comparison["corpora"]
     stats = comparison["statistics"]
     out = [f"# Sweep {comparison['sweep_id']}: every arm against its family control", ""]
-    out.append(f"Corpora: {', '.join(corpora) or '(none measured)'}. "
-               f"The gate: {comparison['gate']['rule']}.")
+    gate = comparison["gate"]
+    out.append(f"Corpora: {', '.join(corpora) or '(none measured)'}. The gate: {gate['rule']}.")
+    out += ["", f"A verdict that one delta smaller than the tolerance ({gate['tolerance']:g}) decides is flagged "
+            "\"hinges on a delta within tolerance\": it stands, but it is not a finding."]
+    if gate.get("latency") is not None:
+        out += ["", "A latency budget is set, so every `win` below is the quality gate's only: the final verdict "
+                "reads the interleaved latency measurement and is in latency.md (latency.json), which is not "
+                "byte-reproducible — durations never enter this file."]
+    else:
+        out += ["", "Interleaved p50/p95 retrieval latency (control and arm alternated), when the sweep measured "
+                "it: latency.md. Durations never enter this file, which is byte-identical across reruns."]
     if comparison["single_corpus"]:
         out += ["", f"**Only one corpus ({', '.join(corpora) or 'none'}) was measured, so the gate cannot be "
                 "applied: a win must hold on two corpora. No arm below is adoptable; every verdict says so.**"]
@@ -140,7 +184,7 @@ def render_comparison(comparison: dict[str, Any], *, plot_note: str | None = Non
         if family["description"]:
             out += [family["description"] + ("; needs the reranker." if family["needs_reranker"] else "."), ""]
         out += _checks(family)
-        out += ["", *_summary(family, corpora)]
+        out += ["", *_summary(family, corpora, gate)]
         winners = family["winner"]
         if winners:
             picks = []
@@ -150,12 +194,13 @@ def render_comparison(comparison: dict[str, Any], *, plot_note: str | None = Non
                                               else f"{', '.join(w['arms'])} ({fmt_delta(w['delta'])})"))
             out += ["", "Largest all-row Δ per corpus: " + "; ".join(picks) + "."]
         measured = [e for e in family["arms"] if e["cells"]]
-        out += _per_class(measured, corpora, "vs control")
+        out += _per_class(measured, corpora, "vs control", gate["measure"])
+        out += _moved(measured, corpora, gate["measure"])
         out += _all_measures(measured, corpora, comparison["measures"])
         contrasts = [c for c in family["contrasts"] if c["cells"]]
         if contrasts:
             out += ["", "### Contrasts (arm vs arm, the same paired test)", ""]
-            out += _per_class(contrasts, corpora, "arm vs baseline")
+            out += _per_class(contrasts, corpora, "arm vs baseline", gate["measure"])
         for skipped in (c for c in family["contrasts"] if not c["cells"]):
             out.append(f"- contrast {skipped['arm']} vs {skipped['baseline']} not computed: "
                        f"{skipped.get('skipped', 'no shared rows')}")

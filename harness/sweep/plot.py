@@ -1,4 +1,4 @@
-"""comparison.png: each family's all-row nDCG@10 deltas with their 95% intervals.
+"""comparison.png: each family's gate deltas (default: all-row nDCG@10) with their 95% intervals.
 
 One panel per family, arms down the side, corpora side by side (one marker colour each).
 matplotlib loads only when a plot is drawn, on the Agg backend. The PNG carries no
@@ -11,8 +11,6 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from harness.sweep.gate import GATE_CLASS, GATE_MEASURE
-
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 
 
@@ -20,11 +18,11 @@ class PlotUnavailable(Exception):
     """matplotlib is not installed; the comparison is written without a plot."""
 
 
-def _series(family: dict[str, Any], corpus: str) -> list[tuple[str, float, float, float] | None]:
+def _series(family: dict[str, Any], corpus: str, gate: dict[str, Any]) -> list[tuple[str, float, float, float] | None]:
     out: list[tuple[str, float, float, float] | None] = []
     for entry in family["arms"]:
         cell = next((c for c in entry["cells"] if (c["corpus"], c["query_class"], c["measure"])
-                     == (corpus, GATE_CLASS, GATE_MEASURE)), None)
+                     == (corpus, gate["query_class"], gate["measure"])), None)
         if cell is None:
             out.append(None)
             continue
@@ -60,7 +58,7 @@ def render_png(comparison: dict[str, Any]) -> bytes:
             width = 0.7 / max(1, len(corpora))
             for k, corpus in enumerate(corpora):
                 labelled = False
-                for i, point in enumerate(_series(family, corpus)):
+                for i, point in enumerate(_series(family, corpus, comparison["gate"])):
                     if point is None:
                         continue
                     _, delta, low, high = point
@@ -73,7 +71,9 @@ def render_png(comparison: dict[str, Any]) -> bytes:
             ax.set_yticks(range(len(names)))
             ax.set_yticklabels(names)
             ax.set_ylim(len(names) - 0.5, -0.5)  # first arm on top, every row inside the frame
-            ax.set_title(f"{family['name']}: Δ {GATE_MEASURE} (all) vs {family['control']}, 95% CI", loc="left")
+            gate = comparison["gate"]
+            ax.set_title(f"{family['name']}: Δ {gate['measure']} ({gate['query_class']}) vs {family['control']}, "
+                         "95% CI", loc="left")
             if ax.get_legend_handles_labels()[1]:
                 ax.legend(loc="lower right", frameon=False)
         fig.tight_layout()
