@@ -40,7 +40,7 @@ class HashEmbedder:
 @pytest.fixture(scope="module")
 def state(tmp_path_factory: pytest.TempPathFactory) -> State:
     root = tmp_path_factory.mktemp("bench-answers")
-    write_files(root / "corpus", generate(SEED, 30))
+    write_files(root / "corpus", generate(SEED, 30, "easy"))
     build_state(root / "state", [read_synthetic(root / "corpus")], {"header": HashEmbedder()})
     return State.open(root / "state")
 

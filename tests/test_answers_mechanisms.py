@@ -49,7 +49,7 @@ class HashEmbedder:
 @pytest.fixture(scope="module")
 def state(tmp_path_factory: pytest.TempPathFactory) -> State:
     root = tmp_path_factory.mktemp("answers")
-    write_files(root / "corpus", generate(SEED, 40))
+    write_files(root / "corpus", generate(SEED, 40, "easy"))
     corpus = read_synthetic(root / "corpus")
     build_state(root / "state", [corpus], {"header": HashEmbedder()})
     return State.open(root / "state")

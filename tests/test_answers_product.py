@@ -50,7 +50,8 @@ def test_every_generator_wording_parses(rule: str, template: str) -> None:
 
 
 def test_generated_queries_parse_to_their_construction_keys() -> None:
-    queries = [q for q in json.loads(generate(20260812, 40)[QUERIES])["queries"] if q["query_class"] == "aggregation"]
+    generated = json.loads(generate(20260812, 40, "easy")[QUERIES])["queries"]
+    queries = [q for q in generated if q["query_class"] == "aggregation"]
     for q in queries:
         intent = parse(q["text"])
         assert isinstance(intent, Intent), (q["text"], intent)

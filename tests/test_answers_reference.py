@@ -55,7 +55,8 @@ def test_every_template_parses_to_its_intent_and_verbatim_slots(rule: str, templ
 
 def test_generated_queries_parse_to_their_construction_keys() -> None:
     """The generator's own aggregation queries: phrase, team, kind, month and verb as built."""
-    queries = [q for q in json.loads(generate(20260812, 40)[QUERIES])["queries"] if q["query_class"] == "aggregation"]
+    generated = json.loads(generate(20260812, 40, "easy")[QUERIES])["queries"]
+    queries = [q for q in generated if q["query_class"] == "aggregation"]
     assert {q["rule"] for q in queries} == set(INTENT_OF_RULE)
     for q in queries:
         intent = parse(q["text"])

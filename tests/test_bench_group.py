@@ -73,7 +73,7 @@ class FakeCrossEncoder:
 @pytest.fixture(scope="module")
 def state(tmp_path_factory: pytest.TempPathFactory) -> State:
     root = tmp_path_factory.mktemp("bench-group")
-    write_files(root / "corpus", generate(SEED, 20))
+    write_files(root / "corpus", generate(SEED, 20, "easy"))
     build_state(root / "state", [read_synthetic(root / "corpus")], {"header": HashEmbedder(), "body": HashEmbedder()})
     return State.open(root / "state")
 

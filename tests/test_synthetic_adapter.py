@@ -22,7 +22,7 @@ SEED = 20260812
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("adapter") / "c"
     root.mkdir()
-    write_files(root, generate(SEED, 60))
+    write_files(root, generate(SEED, 60, "easy"))
     return root
 
 

@@ -36,7 +36,7 @@ TITLE = re.compile(r"^(?P<team>[A-Za-z]+) — (?P<kind>[a-z ]+) #(?P<n>[0-9]+)$"
 
 @pytest.fixture(scope="module")
 def files() -> dict[str, bytes]:
-    return generate(SEED, 80)
+    return generate(SEED, 80, "easy")
 
 
 def _meetings(files: dict[str, bytes]) -> list[dict]:
@@ -82,7 +82,7 @@ def test_sub_seeds_are_sha256_of_the_labels_not_hash() -> None:
 
 def test_too_few_meetings_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="at least"):
-        generate(SEED, 5)
+        generate(SEED, 5, "easy")
 
 
 def test_titles_dates_and_rosters(files: dict[str, bytes]) -> None:
@@ -173,7 +173,7 @@ def test_lookup_gold_span_holds_the_fact_once(files: dict[str, bytes]) -> None:
 
 
 def test_query_wording_varies() -> None:
-    queries = _queries(generate(SEED, 150))
+    queries = _queries(generate(SEED, 150, "easy"))
     for group in ("lookup", "multi_file", *RULES):
         used = {q["template"] for q in queries if (q["rule"] or q["query_class"]) == group}
         assert len(used) >= 2, group

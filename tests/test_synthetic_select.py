@@ -112,7 +112,7 @@ def selected(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("select")
     source = base / "full"
     source.mkdir()
-    write_files(source, generate(20260812, 150))
+    write_files(source, generate(20260812, 150, "easy"))
     select_corpus(source, base / "b60", budget=60, quotas=Quotas(lookup=20, multi_file=8, per_rule=2))
     return source, base / "b60"
 

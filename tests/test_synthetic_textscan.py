@@ -54,7 +54,7 @@ def test_codename_words_are_found_in_any_case() -> None:
 
 def test_counts_agree_with_the_store_definition() -> None:
     phrases_module = pytest.importorskip("harness.store.phrases")
-    files = generate(20260812, 25)
+    files = generate(20260812, 25, "easy")
     plants = json.loads(files["plants.json"])["plants"]
     meetings = [NativeMeeting.model_validate_json(data) for rel, data in sorted(files.items())
                 if rel.startswith("meetings/")]
@@ -87,7 +87,7 @@ def test_near_duplicate_rate_by_hand() -> None:
 
 
 def test_generated_meetings_are_not_near_duplicates() -> None:
-    files = generate(20260812, 40)
+    files = generate(20260812, 40, "easy")
     meetings = [NativeMeeting.model_validate_json(data) for rel, data in sorted(files.items())
                 if rel.startswith("meetings/")]
     report = near_duplicates(meetings)

@@ -28,7 +28,7 @@ CHECK_NAMES = [
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("synthetic") / "c"
     root.mkdir()
-    write_files(root, generate(20260812, 100))
+    write_files(root, generate(20260812, 100, "easy"))
     return root
 
 

@@ -38,7 +38,8 @@ def train(args: argparse.Namespace) -> int:
                          "would leak the test set into the reranker")
     with tempfile.TemporaryDirectory(prefix="ragsweep-reranker-corpus-") as tmp:
         folder = Path(tmp) / "corpus"
-        generate_corpus(folder, seed=args.corpus_seed, meetings=args.meetings)
+        # the easy regime: the training corpus the reranker was always trained on (its weights do not move)
+        generate_corpus(folder, seed=args.corpus_seed, meetings=args.meetings, regime="easy")
         corpus = read_corpus("synthetic", folder)
         provenance = train_reranker(corpus, args.out, seed=args.seed, base=args.base, steps=args.steps)
     print(json.dumps(provenance, indent=2, sort_keys=True))

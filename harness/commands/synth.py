@@ -37,6 +37,13 @@ def register(subparsers: Any) -> None:
     gen.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"the seed (default {DEFAULT_SEED})")
     gen.add_argument("--meetings", type=int, default=DEFAULT_MEETINGS,
                      help=f"how many meetings (default {DEFAULT_MEETINGS})")
+    gen.add_argument("--regime", choices=("archive", "easy"), default="archive",
+                     help="archive (default): recurring series, hour-long meetings, lookups told apart by date or "
+                          "attendees, topics several series discuss; easy: the first generator's corpus, for fast "
+                          "tests (docs/synthetic.md, 'Regimes')")
+    gen.add_argument("--without", action="append", default=[], metavar="MECHANISM",
+                     choices=("long_meetings", "series_vocabulary", "sibling_facts", "shared_topics"),
+                     help="switch one of the regime's mechanisms off (an ablation; repeatable)")
     gen.add_argument("--out", type=Path, required=True, metavar="DIR", help="the folder to create")
     gen.add_argument("--force", action="store_true", help="replace a non-empty --out")
     gen.set_defaults(func=cmd_generate)
@@ -65,8 +72,10 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from harness.synthetic.pipeline import generate_corpus
+    from harness.synthetic.regime import regime_named
 
-    written = generate_corpus(args.out, seed=args.seed, meetings=args.meetings, force=args.force)
+    regime = regime_named(args.regime, without=tuple(args.without))
+    written = generate_corpus(args.out, seed=args.seed, meetings=args.meetings, force=args.force, regime=regime)
     _print_written(written)
     return 0
 

@@ -22,11 +22,55 @@ from harness.synthetic.formats import (
     RULES,
     NativeQuery,
 )
-from harness.synthetic.queries import AGGREGATION_TEMPLATES, LOOKUP_TEMPLATES, MULTI_FILE_TEMPLATES, month_label
+from harness.synthetic.queries import (
+    AGGREGATION_TEMPLATES,
+    ARCHIVE_LOOKUP_ASKS,
+    ARCHIVE_LOOKUP_CUES,
+    LOOKUP_TEMPLATES,
+    MULTI_FILE_TEMPLATES,
+    day_label,
+    month_label,
+)
 from harness.synthetic.textscan import codename_turns, count_in
 
 
+def _stating_sessions(ctx: Context) -> dict[str, set[str]]:
+    """Item -> every file where a lookup's fact about it is said (re-derived from the text)."""
+    out: dict[str, set[str]] = {}
+    for q in ctx.corpus.queries:
+        if q.query_class == "lookup" and q.phrase and q.fact:
+            out.setdefault(q.phrase, set()).update(ctx.occ.files(q.fact))
+    return out
+
+
+def _names_series(text: str, team: str | None, kind: str | None) -> bool:
+    return bool(team and kind and team.lower() in text.lower() and kind in text)
+
+
+def _lookup_cue_problem(ctx: Context, q: NativeQuery, siblings: list[str]) -> str | None:
+    """With the item stated in several sessions, the question must tell its session apart."""
+    gold = ctx.meetings[q.gold[0].meeting_id]
+    if not _names_series(q.text, gold.team, gold.kind):
+        return f"the item is stated in {len(siblings)} sessions and the question does not name the gold's series"
+    others = [ctx.meetings[o] for o in siblings if o != gold.meeting_id]
+    if q.date:
+        if q.date != gold.recorded_date or day_label(q.date) not in q.text:
+            return f"the question's date {q.date!r} is not the gold session's {gold.recorded_date!r}, verbatim"
+        same = [o.meeting_id for o in others if o.recorded_date == q.date]
+    elif q.attendees:
+        if not all(a in q.text and a in gold.roster for a in q.attendees):
+            return f"the question's attendees {list(q.attendees)} are not named in it, or not at the gold session"
+        same = [o.meeting_id for o in others if all(a in o.roster for a in q.attendees)]
+    else:
+        return f"the item is stated in {len(siblings)} sessions ({', '.join(siblings)}) and the question " \
+               "names no date or attendees to tell them apart"
+    if same:
+        return f"the question's cue also fits {', '.join(same)}, which states the item too"
+    return None
+
+
 def check_lookup_gold(ctx: Context, p: Problems) -> None:
+    stating = _stating_sessions(ctx)
     for q in ctx.corpus.queries:
         if q.query_class != "lookup":
             continue
@@ -56,8 +100,13 @@ def check_lookup_gold(ctx: Context, p: Problems) -> None:
         said_by = ctx.meetings[meeting_id].turns[turn].speaker
         if said_by != q.speaker:
             p.add(f"{q.id}: the fact is said by {said_by}, the query records {q.speaker}")
-        if list(q.closure) != [span.meeting_id]:
-            p.add(f"{q.id}: closure {list(q.closure)} is not its gold file [{span.meeting_id}]")
+        siblings = sorted(stating.get(q.phrase or "", ()))
+        if list(q.closure) != siblings:
+            p.add(f"{q.id}: closure {list(q.closure)} is not the sessions that state the item {siblings}")
+            continue
+        problem = _lookup_cue_problem(ctx, q, siblings) if len(siblings) > 1 else None
+        if problem:
+            p.add(f"{q.id}: {problem}")
 
 
 def check_multi_file_gold(ctx: Context, p: Problems) -> None:
@@ -81,10 +130,20 @@ def _multi_file_problem(ctx: Context, q: NativeQuery) -> str | None:
     if not q.phrase:
         return "no topic recorded"
     found = ctx.occ.files(q.phrase)
-    if found != sorted(gold_files):
-        return f"the topic occurs in {found}, gold files are {sorted(gold_files)}"
+    # the question's cue: the series (team and kind) and/or a person, where the question names them
+    by_series = _names_series(q.text, q.team, q.kind)
+    by_person = bool(q.speaker and q.speaker in q.text)
+    cued = [f for f in found
+            if (not by_series or (ctx.meetings[f].team, ctx.meetings[f].kind) == (q.team, q.kind))
+            and (not by_person or q.speaker in ctx.meetings[f].roster)]
+    if cued != sorted(gold_files):
+        cue = " and ".join(c for c, on in (("its series", by_series), ("its person", by_person)) if on) or "nothing"
+        return f"the topic occurs in {found}; the question's cue ({cue}) selects {cued}, gold files are " \
+               f"{sorted(gold_files)}"
     spans = {s.meeting_id: (s.start_turn, s.end_turn) for s in q.gold}
     for meeting_id, turn in sorted(ctx.occ.of(q.phrase)):
+        if meeting_id not in spans:
+            continue
         lo, hi = spans[meeting_id]
         if not lo <= turn <= hi:
             return f"the topic is mentioned at {meeting_id} turn {turn}, outside the gold span [{lo}, {hi}]"
@@ -94,8 +153,8 @@ def _multi_file_problem(ctx: Context, q: NativeQuery) -> str | None:
             return f"gold file {meeting_id} is {m.title!r}, not a {q.team} {q.kind} session"
         if q.speaker and q.speaker not in m.roster:
             return f"{q.speaker} does not attend gold file {meeting_id}"
-    if sorted(q.closure) != sorted(gold_files) or list(q.closure) != sorted(q.closure):
-        return f"closure {list(q.closure)} is not its sorted gold files"
+    if list(q.closure) != found:
+        return f"closure {list(q.closure)} is not every file that discusses the topic {found}"
     return None
 
 
@@ -193,6 +252,11 @@ def _known_templates() -> dict[str, tuple[str, ...]]:
     for fact_type, ts in LOOKUP_TEMPLATES.items():
         for k, t in enumerate(ts):
             known[f"lookup.{fact_type}.{k}"] = (t,)
+    for fact_type, asks in ARCHIVE_LOOKUP_ASKS.items():
+        for cue, heads in ARCHIVE_LOOKUP_CUES.items():
+            for c, head in enumerate(heads):
+                for a, ask in enumerate(asks):
+                    known[f"lookup.archive.{fact_type}.{cue}.{c}.{a}"] = (f"{head}, {ask}",)
     for k, t in enumerate(MULTI_FILE_TEMPLATES):
         known[f"multi_file.{k}"] = (t,)
     for rule, ts in AGGREGATION_TEMPLATES.items():

@@ -19,10 +19,12 @@ SHORT, MEDIUM, LONG = "short", "medium", "long"
 class FillerWriter:
     """Writes filler for one meeting: its kind's topics, its attendees' first names."""
 
-    def __init__(self, rng: random.Random, kind: str, team: str, first_names: list[str]) -> None:
+    def __init__(self, rng: random.Random, kind: str, team: str, first_names: list[str],
+                 things: tuple[str, ...] | None = None) -> None:
         self.rng = rng
         self.team = team
-        self.things = (*vocab.KIND_THINGS[kind], *vocab.GENERIC_THINGS)
+        # ``things``: a series' own few (the archive regime's series vocabulary); else the kind's and the generic
+        self.things = things if things is not None else (*vocab.KIND_THINGS[kind], *vocab.GENERIC_THINGS)
         self.names = tuple(first_names)
         self.speaking: str | None = None  # the current speaker's first name: not addressed
         self._templates: tuple[Callable[[], str], ...] = (

@@ -149,6 +149,9 @@ class NativeQuery(_Record):
     kind: str | None
     month: str | None
     verb: str | None
+    # the archive regime's cues (absent from an easy corpus): the gold session's ISO date, or two attendees
+    attendees: tuple[str, ...] | None = None
+    date: str | None = None
 
 
 class NativeMention(_Record):
@@ -177,6 +180,7 @@ class NativeManifest(_Record):
     queries: dict[str, Any]
     files: dict[str, str]
     selection: dict[str, Any] | None
+    regime: dict[str, Any] | None = None  # absent: the easy regime (harness.synthetic.regime)
 
 
 class _QueryFile(_Record):

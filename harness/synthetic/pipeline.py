@@ -22,6 +22,7 @@ from harness.synthetic.formats import (
     sha256_bytes,
 )
 from harness.synthetic.generator import generate
+from harness.synthetic.regime import DEFAULT_REGIME, Regime
 from harness.synthetic.select import Quotas, select, selected_files
 from harness.synthetic.selfreport import selfreport_files
 from harness.synthetic.validate import CheckResult, raise_for_results, validate_corpus
@@ -37,11 +38,12 @@ class Written:
     selection: dict[str, Any] | None = None
 
 
-def generate_corpus(out: Path, *, seed: int, meetings: int, force: bool = False) -> Written:
-    """Generate ``meetings`` meetings from ``seed`` into ``out``."""
+def generate_corpus(out: Path, *, seed: int, meetings: int, force: bool = False,
+                    regime: Regime | str = DEFAULT_REGIME) -> Written:
+    """Generate ``meetings`` meetings from ``seed`` under ``regime`` into ``out``."""
     out = Path(out)
     check_destination(out, force=force)
-    files = generate(seed, meetings)
+    files = generate(seed, meetings, regime)
     return _write(out, files, {}, force=force)
 
 

@@ -94,7 +94,7 @@ class Plan:
     speaker_tops: tuple[SpeakerTopPlan, ...]
 
 
-class _Phrases:
+class Phrases:
     """Hands out phrases that are unique across the corpus."""
 
     def __init__(self, seed: int) -> None:
@@ -127,16 +127,23 @@ class _Phrases:
         raise RuntimeError(f"ran out of subjects for team {team}: the corpus is larger than the vocabulary allows")
 
 
-def build_plan(skeleton: Skeleton) -> Plan:
+# What a regime may plant its own way (harness.synthetic.archive): lookups, and multi-file topics.
+LookupPlanner = Callable[[Skeleton, "Phrases"], list[LookupPlan]]
+TopicPlanner = Callable[[Skeleton, "Phrases"], list[TopicPlan]]
+
+
+def build_plan(skeleton: Skeleton, lookups_by: LookupPlanner | None = None,
+               topics_by: TopicPlanner | None = None) -> Plan:
+    """The plan; ``lookups_by``/``topics_by`` replace the easy regime's lookups and topics."""
     seed = skeleton.seed
-    phrases = _Phrases(seed)
+    phrases = Phrases(seed)
     by_id = {m.meeting_id: m for m in skeleton.meetings}
     team_meetings: dict[str, list[str]] = {}
     for m in skeleton.meetings:
         team_meetings.setdefault(m.team, []).append(m.meeting_id)
 
-    lookups: list[LookupPlan] = []
-    for m in skeleton.meetings:
+    lookups: list[LookupPlan] = [] if lookups_by is None else lookups_by(skeleton, phrases)
+    for m in skeleton.meetings if lookups_by is None else ():
         rng = rng_for(seed, "lookups", m.meeting_id)
         roll = rng.randint(1, 100)
         count = 0 if roll <= 40 else 1 if roll <= 85 else 2
@@ -149,7 +156,7 @@ def build_plan(skeleton: Skeleton) -> Plan:
     for series in skeleton.series:
         rng = rng_for(seed, "series-plants", series.team, series.kind)
         sessions = [by_id[i] for i in series.meeting_ids]
-        n_topics = 2 if series.focus else rng.randint(1, 3)
+        n_topics = 0 if topics_by is not None else 2 if series.focus else rng.randint(1, 3)
         for slot in range(n_topics if len(sessions) >= 2 else 0):
             k = rng.randint(2, min(4, len(sessions)))
             chosen = sorted(rng.sample(series.meeting_ids, k))
@@ -165,6 +172,8 @@ def build_plan(skeleton: Skeleton) -> Plan:
                 markers.append(marker)
         if len(sessions) >= 3 and (series.focus or rng.randint(1, 100) <= REGULAR_R6_PERCENT):
             speaker_tops.append(SpeakerTopPlan(series.index))
+    if topics_by is not None:
+        topics = topics_by(skeleton, phrases)
 
     rng = rng_for(seed, "cross-series")
     for rule in MARKER_RULES:

@@ -67,6 +67,33 @@ MULTI_FILE_TEMPLATES: tuple[str, ...] = (
     "What was concluded about {t} over several meetings?",
 )
 
+# The archive regime (docs/synthetic.md, "Regimes"): a standing item is stated in several sessions of
+# one series, so a question names its session the way a person would: the series and its day, or
+# the series and two people who were there. Question = cue + ", " + ask.
+ARCHIVE_LOOKUP_CUES: dict[str, tuple[str, ...]] = {
+    "date": (
+        "In the {team} {kind} on {date}",
+        "At the {date} {team} {kind}",
+        "In the {team} {kind} held on {date}",
+    ),
+    "roster": (
+        "In the {team} {kind} that {p1} and {p2} both attended",
+        "At the {team} {kind} where {p1} and {p2} were present",
+    ),
+}
+ARCHIVE_LOOKUP_ASKS: dict[str, tuple[str, ...]] = {
+    "deadline": ("what deadline was given for {s}?", "when did {speaker} say {s} is due?"),
+    "budget": ("what was the budget cap for {s}?", "what budget did {speaker} give for {s}?"),
+    "owner": ("who was named to own {s}?", "who did {speaker} say would take over {s}?"),
+    "vendor": ("which vendor did we sign with for {s}?", "what supplier did {speaker} say we went with for {s}?"),
+    "metric": ("what error rate did {s} reach?", "how far did {speaker} say {s} cut the error rate?"),
+    "risk": ("what was the biggest risk with {s}?", "what did {speaker} see as the main risk for {s}?"),
+    "headcount": ("how many more people did {s} need?", "how many extra people did {speaker} ask for on {s}?"),
+}
+# Multi-file wordings whose cue is the series (team and kind): the archive regime's topics are
+# discussed by several series, so a wording without the series would have more than one answer.
+SERIES_CUED_MULTI_FILE = (0, 1, 2, 4)
+
 AGGREGATION_TEMPLATES: dict[str, tuple[str, ...]] = {
     RULE_COUNT_FILES: (
         "How many meetings mention {x}?",
@@ -102,6 +129,12 @@ def month_label(month: str) -> str:
     return f"{vocab.MONTHS[int(number) - 1]} {year}"
 
 
+def day_label(iso: str) -> str:
+    """``"2024-03-12"`` -> ``"12 March 2024"``: how a person names a meeting's day."""
+    year, month, day = iso.split("-")
+    return f"{int(day)} {vocab.MONTHS[int(month) - 1]} {year}"
+
+
 def _choose(rng: random.Random, templates: tuple[str, ...], prefix: str) -> tuple[str, str]:
     k = rng.randrange(len(templates))
     return templates[k], f"{prefix}.{k}"
@@ -114,8 +147,26 @@ def lookup_text(
     return template.format(s=subject, speaker=speaker, team=team, kind=kind), template_id
 
 
-def multi_file_text(rng: random.Random, topic: str, team: str, kind: str, person: str) -> tuple[str, str]:
-    template, template_id = _choose(rng, MULTI_FILE_TEMPLATES, "multi_file")
+def archive_lookup_text(
+    rng: random.Random, fact_type: str, subject: str, speaker: str, team: str, kind: str,
+    cue: str, date: str, pair: tuple[str, str] | None,
+) -> tuple[str, str]:
+    """A lookup cued by date (``cue == "date"``) or by two attendees (``"roster"``, ``pair``)."""
+    c = rng.randrange(len(ARCHIVE_LOOKUP_CUES[cue]))
+    a = rng.randrange(len(ARCHIVE_LOOKUP_ASKS[fact_type]))
+    p1, p2 = pair or ("", "")
+    head = ARCHIVE_LOOKUP_CUES[cue][c].format(team=team, kind=kind, date=date, p1=p1, p2=p2)
+    ask = ARCHIVE_LOOKUP_ASKS[fact_type][a].format(s=subject, speaker=speaker)
+    return f"{head}, {ask}", f"lookup.archive.{fact_type}.{cue}.{c}.{a}"
+
+
+def multi_file_text(rng: random.Random, topic: str, team: str, kind: str, person: str,
+                    series_cued: bool = False) -> tuple[str, str]:
+    if series_cued:
+        k = SERIES_CUED_MULTI_FILE[rng.randrange(len(SERIES_CUED_MULTI_FILE))]
+        template, template_id = MULTI_FILE_TEMPLATES[k], f"multi_file.{k}"
+    else:
+        template, template_id = _choose(rng, MULTI_FILE_TEMPLATES, "multi_file")
     text = template.format(t=topic, team=team, team_lower=team.lower(), kind=kind, person=person)
     return text, template_id
 

@@ -63,9 +63,10 @@ class RenderedMeeting:
         return out
 
 
-def filler_count(rng: random.Random) -> int:
-    """Logical filler turns in one meeting: 70–230, centred near 150."""
-    return 50 + rng.randint(10, 90) + rng.randint(10, 90)
+def filler_count(rng: random.Random, turns: tuple[int, int, int] = (50, 10, 90)) -> int:
+    """Logical filler turns in one meeting: ``base + randint(lo, hi) * 2 draws`` (easy: 70–230, near 150)."""
+    base, lo, hi = turns
+    return base + rng.randint(lo, hi) + rng.randint(lo, hi)
 
 
 def render(
@@ -77,8 +78,9 @@ def render(
     first: dict[str, str],
     blocks: list[list[LTurn]],
     rng: random.Random,
+    filler_turns: tuple[int, int, int] = (50, 10, 90),
 ) -> RenderedMeeting:
-    logical = _logical_turns(rng, attendees, lead, writer, first, blocks)
+    logical = _logical_turns(rng, attendees, lead, writer, first, blocks, filler_turns)
     for attempt in range(20):
         timed = _timed(rng_for(seed, "timing", meeting_id, attempt), logical, attendees)
         if timed is not None:
@@ -99,8 +101,9 @@ def _logical_turns(
     writer: FillerWriter,
     first: dict[str, str],
     blocks: list[list[LTurn]],
+    filler_turns: tuple[int, int, int],
 ) -> list[LTurn]:
-    n = filler_count(rng)
+    n = filler_count(rng, filler_turns)
     weights = {a: (5 if a == lead else rng.randint(1, 4)) for a in attendees}
     speakers = [lead]
     for _ in range(1, n):

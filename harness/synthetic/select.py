@@ -208,6 +208,8 @@ def selected_files(source: NativeCorpus, sel: Selection, source_files: dict[str,
     restated: list[dict[str, Any]] = []
     for q in queries:
         record = q.model_dump()
+        if source.manifest.regime is None:  # an easy corpus has no cue keys (its bytes predate regimes)
+            del record["attendees"], record["date"]
         if q.query_class == "aggregation":
             r = recompute(q, meetings, occ)
             if r.answer != q.answer or list(r.closure) != list(q.closure):
@@ -227,7 +229,8 @@ def selected_files(source: NativeCorpus, sel: Selection, source_files: dict[str,
     report = selection_report(source, sel, restated)
     selection_block = {k: report[k] for k in ("budget", "quotas", "source")}
     files[MANIFEST] = canonical_json(
-        build_manifest(source.manifest.seed, len(sel.selected), records, files, selection_block), indent=1
+        build_manifest(source.manifest.seed, len(sel.selected), records, files, selection_block,
+                       source.manifest.regime), indent=1
     )
     return files, report
 
