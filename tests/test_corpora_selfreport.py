@@ -184,3 +184,15 @@ def test_printed_table_rounds_to_six_decimals():
     # q2's gold b scores 0 and a scores above it: rank 3 (c ties b at 0). R@1 = 2/3.
     assert "0.666667" in text
     assert "0.6666666" not in text
+
+
+def test_left_out_meetings_are_no_competitors():
+    # mb is shorter than ma and holds the query's one term once, so it outscores the gold ma
+    # (rank 2, one other within 90%); with mb left out for q1, ma ranks first and none is near.
+    meetings = [meeting("ma", "alpha beta gamma delta"), meeting("mb", "alpha"), meeting("mc", "zeta eta")]
+    q = query("q1", "alpha", "ma")
+    plain = meeting_bm25_report(meetings, [q], by_domain=False)["pooled"]["per_query"]["q1"]
+    assert plain == {"rank": 2, "others_within_90pct": 1}
+    left_out = {"q1": frozenset({file_uuid_for("t", "mb")})}
+    alone = meeting_bm25_report(meetings, [q], by_domain=False, left_out=left_out)["pooled"]["per_query"]["q1"]
+    assert alone == {"rank": 1, "others_within_90pct": 0}

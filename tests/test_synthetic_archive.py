@@ -15,10 +15,11 @@ import pytest
 
 from harness.errors import UsageError
 from harness.synthetic.folders import write_files
-from harness.synthetic.formats import MANIFEST, QUERIES, canonical_json, query_counts, sha256_bytes
+from harness.synthetic.formats import MANIFEST, QUERIES, canonical_json, query_counts, read_native, sha256_bytes
 from harness.synthetic.generator import generate
 from harness.synthetic.queries import day_label
 from harness.synthetic.regime import ARCHIVE, EASY, regime_named
+from harness.synthetic.selfreport import build_selfreport
 from harness.synthetic.validate import validate
 
 SEED = 20260812
@@ -178,3 +179,19 @@ def test_ablations_switch_one_mechanism_off() -> None:
         regime_named("archive", without=("typos",))
     with pytest.raises(UsageError, match="unknown regime"):
         regime_named("hard")
+
+
+def test_the_self_report_says_what_the_sibling_sessions_cost(corpus: Path) -> None:
+    report = build_selfreport(read_native(corpus))
+    bm25 = report["bm25"]
+    mech = bm25["mechanisms"]
+    pooled = bm25["lookup"]["pooled"]
+    assert mech["regime"]["name"] == "archive"
+    assert sum(g["queries"] for g in mech["lookup_by_sessions_stating_the_item"].values()) == pooled["queries"]
+    assert sum(g["queries"] for g in mech["lookup_by_cue"].values()) == pooled["queries"]
+    assert "none" not in mech["lookup_by_cue"]  # every archive lookup is told apart by something
+    alone = mech["lookup_without_sibling_sessions"]
+    assert alone["queries"] == pooled["queries"]
+    # the sibling sessions are what makes an archive lookup hard for BM25
+    assert alone["r_at_1"] > pooled["r_at_1"] + 0.2
+    assert alone["mean_others_within_90pct"] < pooled["mean_others_within_90pct"]

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictInt
@@ -66,14 +66,17 @@ def meeting_document(meeting: Meeting) -> str:
 
 
 def meeting_bm25_report(
-    meetings: Sequence[Meeting], queries: Sequence[Query], *, by_domain: bool = True
+    meetings: Sequence[Meeting], queries: Sequence[Query], *, by_domain: bool = True,
+    left_out: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, Any]:
     """BM25 gold-meeting ranks: ``pooled`` over all meetings, ``by_domain`` per domain.
 
     Returns ``{"method": {...}, "pooled": group, "by_domain": {domain: group}, "skipped":
     {reason: count}}`` where a group is ``{"meetings", "other_meetings", "queries", "r_at_1",
     "median_gold_rank", "mean_others_within_90pct", "per_query": {id: {"rank",
-    "others_within_90pct"}}}``. ``by_domain`` is empty when ``by_domain=False``.
+    "others_within_90pct"}}}``. ``by_domain`` is empty when ``by_domain=False``. ``left_out``
+    (query id -> file_uuids) leaves those meetings out of a query's competitors: a counterfactual
+    archive without them (the synthetic self-report's "without sibling sessions").
     """
     import bm25s  # heavy-ish: loaded only when a report is asked for
 
@@ -92,7 +95,7 @@ def meeting_bm25_report(
             groups.setdefault(meeting.domain if meeting.domain is not None else NO_DOMAIN, []).append(meeting)
 
     report = {
-        "by_domain": {name: _group_report(bm25s, groups[name], tokens, scored) for name in sorted(groups)},
+        "by_domain": {name: _group_report(bm25s, groups[name], tokens, scored, left_out) for name in sorted(groups)},
         "method": {
             "b": BM25_B,
             "document": DOCUMENT_RULE,
@@ -105,7 +108,7 @@ def meeting_bm25_report(
             "score_dtype": "float64",
             "tokenizer": TOKENIZER,
         },
-        "pooled": _group_report(bm25s, list(meetings), tokens, scored),
+        "pooled": _group_report(bm25s, list(meetings), tokens, scored, left_out),
         "skipped": dict(sorted(skipped.items())),
     }
     SelfReport.model_validate(report)  # the model checks what is written; the dict is what is written
@@ -156,7 +159,8 @@ def _scored_queries(queries: Sequence[Query], known: set[str]) -> tuple[list[Que
 
 
 def _group_report(
-    bm25s: Any, meetings: list[Meeting], tokens: dict[str, list[str]], queries: list[Query]
+    bm25s: Any, meetings: list[Meeting], tokens: dict[str, list[str]], queries: list[Query],
+    left_out: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, Any]:
     position = {m.file_uuid: i for i, m in enumerate(meetings)}
     retriever = bm25s.BM25(k1=BM25_K1, b=BM25_B, method=BM25_METHOD, dtype="float64")
@@ -170,7 +174,8 @@ def _group_report(
         ids = retriever.get_tokens_ids(tokenize(query.text))
         scores = [float(s) for s in retriever.get_scores_from_ids(ids)] if ids else [0.0] * len(meetings)
         best = max(scores[i] for i in gold)
-        others = [s for i, s in enumerate(scores) if i not in gold]
+        skip = gold | {position[f] for f in (left_out or {}).get(query.id, ()) if f in position}
+        others = [s for i, s in enumerate(scores) if i not in skip]
         per_query[query.id] = {
             "others_within_90pct": sum(1 for s in others if s >= NEAR_SHARE * best),
             "rank": 1 + sum(1 for s in others if s >= best),
