@@ -179,3 +179,35 @@ def test_a_corrupt_recorded_catalogue_is_a_one_line_input_error(tmp_path: Path) 
     store.put_text("sweeps/s1/catalogue.json", '{"schema": \n')
     with pytest.raises(InputDataError, match=r"sweeps/s1/catalogue\.json:2: not JSON"):
         stored_catalogue(store, "s1")
+
+
+def test_latency_is_measured_interleaved_and_stays_out_of_the_comparison(state: Path, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`sweep run` times control and arms alternately into latency.json; a rerun measures again, and
+    comparison.json / .md keep their bytes while latency.json does not."""
+    budgeted = json.loads(json.dumps(MANIFEST))
+    budgeted["gate"] = {"latency": {"p95_added_ms": 1000}}
+    path = tmp_path / "arms.json"
+    path.write_text(json.dumps(budgeted))
+    store_root = tmp_path / "store"
+    argv = ["sweep", "run", "--state", str(state), "--arms", "mini", "--manifest", str(path),
+            "--out", str(store_root), "--sweep-id", "lat", "--workers", "2", "--latency-sample", "3"]
+    assert main(argv) == 0
+    sweep = store_root / "sweeps" / "lat"
+    latency = json.loads((sweep / "latency.json").read_text())
+    (family,) = latency["families"]
+    assert family["control"] == "rrf-30-default" and 0 < len(family["queries"]) <= 3
+    assert [a["arm"] for a in family["arms"]] == ["rrf-60", "norm-minmax-arith"]
+    for arm in family["arms"]:
+        assert len(arm["passes"]) == 3 and arm["arm_p95"] > 0 and arm["added_p95_ms_band"][0] <= arm["added_p95_ms"]
+    first = {name: (sweep / name).read_bytes() for name in ("comparison.json", "comparison.md", "latency.json")}
+    # the budget is in the gate block; no measurement is in the file
+    assert b"arm_p95" not in first["comparison.json"] and b"control_p95" not in first["comparison.json"]
+    text = (sweep / "latency.md").read_text()
+    assert "Latency budget: p95 +1000 ms." in text and "| rrf-60 |" in text and "1: " in text
+    assert main(argv) == 0  # every arm skipped; the latency is measured again
+    assert (sweep / "comparison.json").read_bytes() == first["comparison.json"]
+    assert (sweep / "comparison.md").read_bytes() == first["comparison.md"]
+    assert (sweep / "latency.json").read_bytes() != first["latency.json"]  # started_at, durations
+    assert "latency: interleaved measurement in" in capsys.readouterr().out
+    assert main([*argv, "--no-latency"]) == 2  # the gate's budget needs the measurement

@@ -18,6 +18,7 @@ from harness.commands.bench import (
 from harness.model import BACKENDS
 
 if TYPE_CHECKING:
+    from harness.sweep.catalogue import Arm, Catalogue
     from harness.sweep.k8s.executor import Release
 
 
@@ -50,6 +51,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--no-share-legs", dest="share_legs", action="store_false",
                    help="one process per arm, each fetching its own legs (default: arms whose legs are the same "
                         "run in one process that fetches them once; docs/sweeps.md)")
+    r.add_argument("--no-latency", dest="latency", action="store_false",
+                   help="skip the interleaved latency measurement after the arms (refused when the manifest's gate "
+                        "has a latency budget: its verdict needs it)")
+    r.add_argument("--latency-sample", type=int, default=None, metavar="N",
+                   help="judged queries per corpus timed per run of the latency measurement (default 16)")
+    r.add_argument("--latency-passes", type=int, default=None, metavar="N",
+                   help="passes of control, arm 1, control, arm 2, ... (default 3; docs/sweeps.md)")
     r.set_defaults(func=run)
     c = sub.add_parser("collect", help="(re)write comparison.md/json for a sweep from its artefacts")
     c.add_argument("--state", type=Path, default=None, help="the state, to derive the default sweep id")
@@ -137,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
         return run_from_args(args, _release())
     catalogue = catalogue_for(args.manifest)
     arms = select_arms(catalogue, args.arms)
+    if not args.latency and catalogue.gate.latency is not None:
+        raise UsageError(f"--no-latency: the gate has a latency budget ({catalogue.gate.latency.describe()}), whose "
+                         "verdict needs the interleaved measurement; drop the flag, or the budget from the manifest")
     sweep_id = _sweep_id(args)
     executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
                              s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
@@ -144,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
                              rerank_backend=rerank_scorer_from_args(args)[0],
                              rerank_device=rerank_device_from_args(args))
     report = executor.run(arms, sweep_id)
+    if args.latency:
+        _measure_latency(args, sweep_id, [o.arm for o in report.outcomes if o.status != "failed"], catalogue)
     key = collect_sweep(open_store(args.out, args.s3_endpoint), sweep_id, args.arms, args.manifest)
     ran = [o for o in report.outcomes if o.status == "published"]
     print(f"sweep {sweep_id}: {len(ran)} run, {sum(o.status == 'skipped' for o in report.outcomes)} skipped, "
@@ -153,6 +166,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"  failed: {outcome.arm.name}: {outcome.message}", file=sys.stderr)
     _print_comparison(args.out, key)
     return EXIT_PARTIAL if report.failed else 0
+
+
+def _measure_latency(args: argparse.Namespace, sweep_id: str, arms: list[Arm], catalogue: Catalogue) -> None:
+    """The interleaved latency measurement (harness.sweep.latency), in this process, over the read-only state."""
+    import logging
+    import time
+
+    from harness.commands.settings import settings
+    from harness.sweep.executor import open_store
+    from harness.sweep.latency import DEFAULT_PASSES, DEFAULT_SAMPLE, measure_sweep
+
+    log = logging.getLogger("harness.sweep.latency")
+    t0 = time.perf_counter()
+    measure_sweep(args.state, open_store(args.out, args.s3_endpoint), sweep_id, arms, catalogue,
+                  backend=args.backend or "embedded", sample=args.latency_sample or DEFAULT_SAMPLE,
+                  passes=args.latency_passes or DEFAULT_PASSES, opensearch_url=settings().opensearch_url or "",
+                  say=log.info)
+    print(f"latency: interleaved measurement in {time.perf_counter() - t0:.1f}s")
 
 
 def collect(args: argparse.Namespace) -> int:

@@ -360,14 +360,17 @@ def stored_catalogue(store: ArtefactStore, sweep_id: str) -> Catalogue | None:
 
 
 def collect_sweep(store: ArtefactStore, sweep_id: str, selector: str, manifest: Path | None) -> str:
-    """Write comparison.md / comparison.json (and the plot) for the sweep; returns the md key.
+    """Write comparison.md / comparison.json (and the plot) for the sweep, and latency.md when the sweep
+    measured latency or the gate has a budget (harness.sweep.latencygate); returns comparison.md's key.
 
     The families come from ``manifest`` when given, else from the catalogue the sweep recorded
     in the store, else from the built-in catalogue (a sweep written before catalogues were recorded).
     """
     from harness.sweep.collect import collect
+    from harness.sweep.latencygate import write_latency_md
 
     catalogue = load_manifest(manifest) if manifest else (stored_catalogue(store, sweep_id) or CATALOGUE)
     arms = select_arms(catalogue, selector)
-    collect(store, sweep_id, arms, families=catalogue.families, gate=catalogue.gate)
+    comparison, _ = collect(store, sweep_id, arms, families=catalogue.families, gate=catalogue.gate)
+    write_latency_md(store, sweep_id, comparison, catalogue.gate)  # durations: apart from comparison.md
     return f"sweeps/{sweep_id}/comparison.md"
