@@ -11,11 +11,14 @@ EXECUTOR ?= local
 WORKERS ?= $(shell nproc)
 BUDGET ?= 200
 SEED ?= 20260812
+# The synthetic regime (docs/synthetic.md, "Regimes"): archive (default) or easy. It is part of every
+# synthetic folder's and state's name, so a corpus of one regime is never reused as the other's.
+REGIME ?= archive
 GROWTH_MEETINGS ?= 25,50,100,200
 GROWTH_COLD_MAX ?= 100
 VAR ?= var
-SYNTH_FULL := $(VAR)/synthetic/full-$(SEED)
-SYNTH := $(VAR)/synthetic/budget-$(BUDGET)-$(SEED)
+SYNTH_FULL := $(VAR)/synthetic/full-$(REGIME)-$(SEED)
+SYNTH := $(VAR)/synthetic/budget-$(BUDGET)-$(REGIME)-$(SEED)
 QMSUM ?= $(VAR)/corpora/qmsum
 # Where `make qmsum` (and so `make sweep`) fetches QMSum from: QMSUM_MIRROR (a folder, or an http(s):// or
 # file:// base URL), else the shared mirror beside the checkout when it is there, else upstream (the
@@ -28,8 +31,8 @@ QMSUM_SOURCE := $(or $(QMSUM_MIRROR),$(if $(wildcard $(QMSUM_SHARED_MIRROR)/LICE
 # silently reusing the synthetic-only one (and removing it finds the old one again).
 QMSUM_FLAG := $(if $(wildcard $(QMSUM)/LICENSE),--corpus qmsum=$(QMSUM))
 CORPORA_TAG := $(if $(QMSUM_FLAG),-qmsum)
-STATE := $(VAR)/states/default-$(BUDGET)-$(SEED)$(CORPORA_TAG)
-STACK_STATE := $(VAR)/states/stack-$(BUDGET)-$(SEED)$(CORPORA_TAG)
+STATE := $(VAR)/states/default-$(BUDGET)-$(REGIME)-$(SEED)$(CORPORA_TAG)
+STACK_STATE := $(VAR)/states/stack-$(BUDGET)-$(REGIME)-$(SEED)$(CORPORA_TAG)
 WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 
 .DEFAULT_GOAL := help
@@ -62,12 +65,12 @@ lint: $(STAMP) ## ruff and mypy
 	$(VENV)/bin/mypy
 
 $(SYNTH_FULL)/corpus.json: | $(STAMP)
-	$(RAGSWEEP) synth generate --seed $(SEED) --meetings 2000 --out $(SYNTH_FULL) --force
+	$(RAGSWEEP) synth generate --seed $(SEED) --meetings 2000 --regime $(REGIME) --out $(SYNTH_FULL) --force
 
 $(SYNTH)/corpus.json: $(SYNTH_FULL)/corpus.json
 	$(RAGSWEEP) synth select --from $(SYNTH_FULL) --budget $(BUDGET) --out $(SYNTH) --force
 
-synth: $(SYNTH)/corpus.json ## generate the default synthetic corpus and select the budget (BUDGET=200)
+synth: $(SYNTH)/corpus.json ## generate the default synthetic corpus and select the budget (BUDGET=200, REGIME=archive|easy)
 
 $(STATE)/state.json: $(SYNTH)/corpus.json
 	$(RAGSWEEP) state build --corpus synthetic=$(SYNTH) $(QMSUM_FLAG) --out $(STATE) --force
@@ -110,8 +113,9 @@ sweep-backends: $(STACK_STATE)/state.json ## ARMS on the embedded backend and on
 	$(RAGSWEEP) agreement --sweep $(VAR) --sweep-id $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS)) \
 	  --versus $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS) --backend stack)
 
-bench: $(STATE)/state.json ## benchmarks: synthetic generation, index build vs raw encode, retrieval latency (both backends when the stack is up), the fusion family with legs shared vs one arm, then bench-growth and bench-catalogue
+bench: $(STATE)/state.json ## benchmarks: synthetic generation and its regimes' ablation, index build vs raw encode, retrieval latency (both backends when the stack is up), the fusion family with legs shared vs one arm, then bench-growth and bench-catalogue
 	$(PY) benchmarks/bench_synthetic.py
+	$(PY) benchmarks/bench_synthetic_regimes.py
 	$(PY) benchmarks/bench_index.py --state $(STATE)
 	$(PY) benchmarks/bench_legs.py --state $(STATE) --workers $(WORKERS)
 	$(PY) benchmarks/bench_backends.py --state $(STACK_STATE) --workers 1,2

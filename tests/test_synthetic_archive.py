@@ -195,3 +195,11 @@ def test_the_self_report_says_what_the_sibling_sessions_cost(corpus: Path) -> No
     # the sibling sessions are what makes an archive lookup hard for BM25
     assert alone["r_at_1"] > pooled["r_at_1"] + 0.2
     assert alone["mean_others_within_90pct"] < pooled["mean_others_within_90pct"]
+
+
+def test_the_corpus_version_names_the_regime(corpus: Path, tmp_path: Path) -> None:
+    from harness.synthetic.adapter import corpus_from_native
+
+    assert corpus_from_native(read_native(corpus)).version == "otsynth-v1+gen1.0.0+archive"
+    write_files(tmp_path, generate(SEED, 20, "easy"))
+    assert corpus_from_native(read_native(tmp_path)).version == "otsynth-v1+gen1.0.0"

@@ -66,7 +66,9 @@ def corpus_from_native(native: NativeCorpus) -> Corpus:
     queries = tuple(_query(q, uuids) for q in sorted(native.queries, key=lambda q: q.id))
     return Corpus(
         name=CORPUS_NAME,
-        version=f"{native.manifest.format}+gen{native.manifest.generator_version}",
+        # the regime is part of the version (an easy corpus keeps the version it always had)
+        version=f"{native.manifest.format}+gen{native.manifest.generator_version}"
+        + (f"+{native.manifest.regime['name']}" if native.manifest.regime else ""),
         tier=TIER,
         licence=LICENCE,
         meetings=meetings,

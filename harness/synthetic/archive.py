@@ -2,9 +2,9 @@
 several series discuss (:mod:`harness.synthetic.regime`).
 
 * :func:`sibling_lookups` — per series, a few *standing items* (``the {area} {artifact}``),
-  each with one fact type, stated in 3–5 of the series' sessions with a different value
+  each with one fact type, stated in 4–8 of the series' sessions with a different value
   each time ("the budget for S is capped at 38,500 euros" in one session, "... 41,000
-  euros" in another) and mentioned without a value in one or two more. Every statement is
+  euros" in another) and mentioned without a value in two to four more. Every statement is
   a lookup query of its own; its question tells the session apart by date or by who
   attended (:func:`harness.synthetic.queries.archive_lookup_text`), never by a phrase that
   only that session says. The query's closure is every session stating the item: the
@@ -27,9 +27,9 @@ from harness.synthetic.queries import day_label
 from harness.synthetic.seeds import rng_for
 from harness.synthetic.skeleton import MeetingPlan, Skeleton
 
-STANDING_ITEMS_PER_SESSION = 0.3  # standing items a series carries, per session it has
-STATING_SESSIONS = (3, 5)  # sessions that state a standing item, each with its own value
-MENTIONING_SESSIONS = (1, 2)  # further sessions that mention it with no value
+STANDING_ITEMS_PER_SESSION = 0.2  # standing items a series carries, per session it has
+STATING_SESSIONS = (4, 8)  # sessions that state a standing item, each with its own value
+MENTIONING_SESSIONS = (2, 4)  # further sessions that mention it with no value
 TOPIC_SERIES = (2, 3)  # series that discuss one shared topic
 TOPIC_SESSIONS = (2, 4)  # sessions of each of them that discuss it
 

@@ -111,6 +111,7 @@ def topic_block(
     conclusion: str,
     first: dict[str, str],
     attendees: tuple[str, ...],
+    discussion: int = 0,
 ) -> list[LTurn]:
     tag = f"topic:{plan.topic}"
     a, b = rng.sample(attendees, 2)
@@ -119,6 +120,9 @@ def topic_block(
         LTurn(a, opening, tag, ((plan.topic, 1),)),
         LTurn(b, writer.turn(LONG if rng.randint(1, 2) == 1 else MEDIUM, first[b]), tag),
     ]
+    for k in range(discussion):  # the archive regime: a discussion of several turns, naming the topic only twice
+        who = (a, b)[k % 2] if len(attendees) < 3 or rng.randint(1, 3) > 1 else attendees[rng.randrange(len(attendees))]
+        turns.append(LTurn(who, writer.turn(writer.size(), first[who]), tag))
     closer = a
     if len(attendees) > 2 and rng.randint(1, 100) <= 50:
         c = [x for x in attendees if x not in (a, b)][rng.randrange(len(attendees) - 2)]

@@ -133,7 +133,8 @@ def _render_all(skeleton: Skeleton, plan: Plan, regime: Regime) -> dict[str, Ren
         for subject in sorted(w.subjects):
             planted.append(blk.subject_block(rng, subject, m.attendees))
         for tp, conclusion in sorted(w.topics, key=lambda t: t[0].topic):
-            planted.append(blk.topic_block(rng, writer, tp, conclusion, first, m.attendees))
+            extra = rng.randint(*regime.topic_discussion) if regime.topic_discussion else 0
+            planted.append(blk.topic_block(rng, writer, tp, conclusion, first, m.attendees, extra))
         for mp, n_turns, double in sorted(w.markers, key=lambda t: t[0].key):
             planted.extend(blk.marker_blocks(rng, writer, mp, n_turns, double, first, m.attendees))
         out[m.meeting_id] = render(

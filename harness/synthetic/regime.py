@@ -10,10 +10,12 @@ nDCG@10 0.2952) and that makes QMSum's AMI half hard (49 other meetings within 9
 * ``series_vocabulary``: every session of a series talks about the same few things, so
   sessions of one series are near-duplicates of each other, as AMI's are;
 * ``sibling_facts``: a lookup's subject is a standing item of its series, stated with a
-  *different* value in 3–5 sessions; the question tells its session apart by date or by
+  *different* value in 4–8 sessions; the question tells its session apart by date or by
   who attended, as a person asking would, and never by a phrase only that session says;
 * ``shared_topics``: a multi-file topic is discussed by two or three series, so the topic
-  names no series by itself: the question's cue is the series (team and kind).
+  names no series by itself: the question's cue is the series (team and kind); and each
+  discussion runs over several turns, of which two name the topic (its opening and its
+  conclusion), as a real one does.
 
 No mechanism adds noise: no typos, no shuffled words. The validator re-derives every gold
 set under every regime (docs/synthetic.md, "Regimes").
@@ -34,6 +36,8 @@ class Regime:
     series_vocabulary: bool
     sibling_facts: bool
     shared_topics: bool
+    # extra filler turns inside a multi-file topic's discussion (shared_topics only): (lo, hi), or None
+    topic_discussion: tuple[int, int] | None = None
 
     @property
     def mechanisms(self) -> dict[str, bool]:
@@ -46,7 +50,8 @@ class Regime:
 
 
 EASY = Regime("easy", (50, 10, 90), series_vocabulary=False, sibling_facts=False, shared_topics=False)
-ARCHIVE = Regime("archive", (100, 50, 250), series_vocabulary=True, sibling_facts=True, shared_topics=True)
+ARCHIVE = Regime("archive", (100, 50, 250), series_vocabulary=True, sibling_facts=True, shared_topics=True,
+                 topic_discussion=(3, 6))
 
 REGIMES: dict[str, Regime] = {r.name: r for r in (ARCHIVE, EASY)}
 DEFAULT_REGIME = ARCHIVE.name
@@ -70,8 +75,10 @@ def regime_named(name: str, *, without: tuple[str, ...] = ()) -> Regime:
         series_vocabulary=base.series_vocabulary and "series_vocabulary" not in without,
         sibling_facts=base.sibling_facts and "sibling_facts" not in without,
         shared_topics=base.shared_topics and "shared_topics" not in without,
+        topic_discussion=None if "shared_topics" in without else base.topic_discussion,
     )
 
 
 def regime_record(regime: Regime) -> dict[str, object]:
-    return {"filler_turns": list(regime.filler_turns), "mechanisms": regime.mechanisms, "name": regime.name}
+    return {"filler_turns": list(regime.filler_turns), "mechanisms": regime.mechanisms, "name": regime.name,
+            "topic_discussion": list(regime.topic_discussion) if regime.topic_discussion else None}
