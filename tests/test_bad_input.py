@@ -198,8 +198,8 @@ def test_a_catalogue_count_that_is_not_a_positive_integer(command: str, key: str
 def test_make_sweep_builds_a_new_state_once_qmsum_is_fetched(tmp_path: Path) -> None:
     """A synthetic-only state is up to date; after var/corpora/qmsum/LICENSE appears it is not reused."""
     venv, var = tmp_path / "venv", tmp_path / "var"
-    made = [venv / ".installed", var / "synthetic/full-archive-7/corpus.json", var / "synthetic/budget-5-archive-7/corpus.json",
-            var / "states/default-5-archive-7/state.json"]
+    made = [venv / ".installed", var / "synthetic/full-archive-7/corpus.json",
+            var / "synthetic/budget-5-archive-7/corpus.json", var / "states/default-5-archive-7/state.json"]
     for age, path in enumerate(reversed(made)):  # each prerequisite older than what it makes
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()

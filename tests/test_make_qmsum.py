@@ -58,7 +58,8 @@ def _venv(tmp_path: Path, script: str) -> Path:
     ragsweep.write_text(script.format(python=sys.executable, log=str(tmp_path / "calls.log"), root=REPO_ROOT))
     ragsweep.chmod(0o755)
     now = time.time()  # one mtime for every made file: none is older than what it is made from
-    for path in (venv / ".installed", var / "synthetic/full-archive-7/corpus.json", var / "synthetic/budget-5-archive-7/corpus.json"):
+    for path in (venv / ".installed", var / "synthetic/full-archive-7/corpus.json",
+                 var / "synthetic/budget-5-archive-7/corpus.json"):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
         os.utime(path, (now, now))
@@ -87,7 +88,8 @@ def test_make_sweep_fetches_qmsum_first_and_builds_the_two_corpus_state(tmp_path
         f"corpus fetch qmsum --dest {var}/corpora/qmsum --mirror /srv/qmsum-mirror --quiet",
         f"state build --corpus synthetic={var}/synthetic/budget-5-archive-7 --corpus qmsum={var}/corpora/qmsum "
         f"--out {var}/states/default-5-archive-7-qmsum --force",
-        f"sweep run --state {var}/states/default-5-archive-7-qmsum --arms fusion --executor local --workers 1 --out {var}",
+        f"sweep run --state {var}/states/default-5-archive-7-qmsum --arms fusion --executor local --workers 1 "
+        f"--out {var}",
     ]
 
 
@@ -102,7 +104,8 @@ def test_make_sweep_offline_goes_on_single_corpus_and_says_why_once(tmp_path: Pa
     assert _calls(tmp_path) == [
         f"corpus verify qmsum --dest {var}/corpora/qmsum",
         "corpus probe qmsum",
-        f"state build --corpus synthetic={var}/synthetic/budget-5-archive-7 --out {var}/states/default-5-archive-7 --force",
+        f"state build --corpus synthetic={var}/synthetic/budget-5-archive-7 --out {var}/states/default-5-archive-7 "
+        "--force",
         f"sweep run --state {var}/states/default-5-archive-7 --arms fusion --executor local --workers 1 --out {var}",
     ]
     assert not (var / "corpora").exists()
