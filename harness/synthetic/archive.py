@@ -2,7 +2,7 @@
 several series discuss (:mod:`harness.synthetic.regime`).
 
 * :func:`sibling_lookups` — per series, a few *standing items* (``the {area} {artifact}``),
-  each with one fact type, stated in 4–8 of the series' sessions with a different value
+  each with one fact type, stated in 5–9 of the series' sessions with a different value
   each time ("the budget for S is capped at 38,500 euros" in one session, "... 41,000
   euros" in another) and mentioned without a value in two to four more. Every statement is
   a lookup query of its own; its question tells the session apart by date or by who
@@ -22,13 +22,13 @@ from __future__ import annotations
 from collections import defaultdict
 
 from harness.synthetic import vocab
-from harness.synthetic.planting import FACT_TYPES, FACTS, LookupPlan, Phrases, TopicPlan
+from harness.synthetic.planting import FACT_TYPES, FACTS, NUMBER_WORDS, LookupPlan, Phrases, TopicPlan
 from harness.synthetic.queries import day_label
 from harness.synthetic.seeds import rng_for
 from harness.synthetic.skeleton import MeetingPlan, Skeleton
 
 STANDING_ITEMS_PER_SESSION = 0.2  # standing items a series carries, per session it has
-STATING_SESSIONS = (4, 8)  # sessions that state a standing item, each with its own value
+STATING_SESSIONS = (5, 9)  # sessions that state a standing item, each with its own value
 MENTIONING_SESSIONS = (2, 4)  # further sessions that mention it with no value
 TOPIC_SERIES = (2, 3)  # series that discuss one shared topic
 TOPIC_SESSIONS = (2, 4)  # sessions of each of them that discuss it
@@ -37,6 +37,12 @@ TOPIC_SESSIONS = (2, 4)  # sessions of each of them that discuss it
 def date_label(m: MeetingPlan) -> str:
     """``2024-03-12`` -> ``12 March 2024``: how a person names a meeting's day."""
     return day_label(m.recorded_date.isoformat())
+
+
+def _values(fact_type: str, people: int) -> int:
+    """How many different values a fact type can take in a series of ``people`` people."""
+    return {"owner": people, "headcount": len(NUMBER_WORDS), "risk": len(vocab.RISKS),
+            "vendor": len(vocab.VENDORS)}.get(fact_type, 30)
 
 
 def _free_value(rng_value: object, m: MeetingPlan, fact_type: str) -> bool:
@@ -58,8 +64,10 @@ def sibling_lookups(skeleton: Skeleton, phrases: Phrases) -> list[LookupPlan]:
             subject = phrases.subject(series.team)
             fact_type = rng.choice(FACT_TYPES)
             k = rng.randint(min(STATING_SESSIONS[0], len(ids)), min(STATING_SESSIONS[1], len(ids)))
-            if fact_type == "owner" and len(people) < k + 3:  # too few people for k different owners
-                fact_type = rng.choice([t for t in FACT_TYPES if t != "owner"])
+            # a fact type with too few values for k different ones (owners: the series' people) is drawn again
+            roomy = [t for t in FACT_TYPES if _values(t, len(people)) >= k + 3]
+            if fact_type not in roomy:
+                fact_type = rng.choice(roomy)
             draw, sentence = FACTS[fact_type]
             stating = sorted(rng.sample(ids, k))
             rest = [i for i in ids if i not in stating]

@@ -50,6 +50,13 @@ TOPIC_OPENS = (
     "I'd like to pick up {t} again.",
     "So, about {t}.",
 )
+# The archive regime's conclusions refer back to the topic, as people do, instead of naming it again.
+TOPIC_CLOSES_BACK = (
+    "So, to wrap that one up: {c}.",
+    "Okay, on that then: {c}.",
+    "Let's write it down: {c}.",
+    "Right, so where we landed: {c}.",
+)
 TOPIC_CLOSES = (
     "So for {t}, {c}.",
     "Okay, on {t} then: {c}.",
@@ -128,6 +135,9 @@ def topic_block(
         c = [x for x in attendees if x not in (a, b)][rng.randrange(len(attendees) - 2)]
         turns.append(LTurn(c, writer.turn(SHORT, first[c]), tag))
         closer = c if rng.randint(1, 2) == 1 else a
+    if discussion:  # the archive regime
+        turns.append(LTurn(closer, _pick(rng, TOPIC_CLOSES_BACK).format(c=conclusion), tag))
+        return turns
     closing = _pick(rng, TOPIC_CLOSES).format(t=plan.topic, c=conclusion)
     turns.append(LTurn(closer, closing, tag, ((plan.topic, 1),)))
     return turns

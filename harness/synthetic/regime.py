@@ -10,12 +10,12 @@ nDCG@10 0.2952) and that makes QMSum's AMI half hard (49 other meetings within 9
 * ``series_vocabulary``: every session of a series talks about the same few things, so
   sessions of one series are near-duplicates of each other, as AMI's are;
 * ``sibling_facts``: a lookup's subject is a standing item of its series, stated with a
-  *different* value in 4–8 sessions; the question tells its session apart by date or by
+  *different* value in 5–9 sessions; the question tells its session apart by date or by
   who attended, as a person asking would, and never by a phrase only that session says;
 * ``shared_topics``: a multi-file topic is discussed by two or three series, so the topic
   names no series by itself: the question's cue is the series (team and kind); and each
-  discussion runs over several turns, of which two name the topic (its opening and its
-  conclusion), as a real one does.
+  discussion runs over several turns, of which only the opening names the topic (the
+  conclusion refers back to it), as a real one does.
 
 No mechanism adds noise: no typos, no shuffled words. The validator re-derives every gold
 set under every regime (docs/synthetic.md, "Regimes").
