@@ -183,8 +183,8 @@ def test_a_corrupt_recorded_catalogue_is_a_one_line_input_error(tmp_path: Path) 
 
 def test_latency_is_measured_interleaved_and_stays_out_of_the_comparison(state: Path, tmp_path: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    """`sweep run` times control and arms alternately into latency.json; a rerun measures again, and
-    comparison.json / .md keep their bytes while latency.json does not."""
+    """`sweep run` times control and arms alternately into latency.json; a rerun that ran no arm keeps it,
+    --latency-again measures anew, and comparison.json / .md keep their bytes while latency.json does not."""
     budgeted = json.loads(json.dumps(MANIFEST))
     budgeted["gate"] = {"latency": {"p95_added_ms": 1000}}
     path = tmp_path / "arms.json"
@@ -205,7 +205,11 @@ def test_latency_is_measured_interleaved_and_stays_out_of_the_comparison(state: 
     assert b"arm_p95" not in first["comparison.json"] and b"control_p95" not in first["comparison.json"]
     text = (sweep / "latency.md").read_text()
     assert "Latency budget: p95 +1000 ms." in text and "| rrf-60 |" in text and "1: " in text
-    assert main(argv) == 0  # every arm skipped; the latency is measured again
+    capsys.readouterr()
+    assert main(argv) == 0  # every arm skipped, and latency.json already times them all: kept
+    assert (sweep / "latency.json").read_bytes() == first["latency.json"]
+    assert "latency.json already times these arms" in capsys.readouterr().out
+    assert main([*argv, "--latency-again"]) == 0  # measured anew
     assert (sweep / "comparison.json").read_bytes() == first["comparison.json"]
     assert (sweep / "comparison.md").read_bytes() == first["comparison.md"]
     assert (sweep / "latency.json").read_bytes() != first["latency.json"]  # started_at, durations

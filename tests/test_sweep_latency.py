@@ -84,3 +84,32 @@ def test_arms_are_timed_against_the_control_run_before_them(monkeypatch: pytest.
     assert slow["control_p95_band"] == pytest.approx([10.0, 40.0])
     assert (same["added_p95_ms"], same["ratio_p95"]) == pytest.approx((0.0, 1.0))
     assert slow["not_measured"] is None and slow["stage"] == "retrieve"
+
+
+def _latency_doc(arms: list[str], *, sample: int = 16, passes: int = 3, backend: str = "embedded") -> dict[str, Any]:
+    return {"schema": "ragsweep.latency/1", "sweep_id": "s", "backend": backend, "started_at": "2026-12-06T01:00:32Z",
+            "design": {"passes": passes, "sample_per_corpus": sample},
+            "families": [{"name": "fusion", "control": "c", "arms": [{"arm": a} for a in arms]}]}
+
+
+def test_a_rerun_keeps_a_latency_json_that_already_times_every_arm(tmp_path: Any) -> None:
+    import json
+
+    from harness.objectstore import LocalFolderStore
+    from harness.sweep.catalogue import Arm
+    from harness.sweep.latency import already_measured, latency_key
+
+    store = LocalFolderStore(tmp_path)
+    arms = [Arm(name=n, family="fusion", axis="x") for n in ("c", "a1", "a2")]
+
+    def check(**kw: Any) -> str | None:
+        return already_measured(store, "s", arms, **{"backend": "embedded", "sample": 16, "passes": 3, **kw})
+
+    assert check() is None  # nothing measured yet
+    store.put_text(latency_key("s"), json.dumps(_latency_doc(["a1", "a2"])))
+    assert check() == "2026-12-06T01:00:32Z"
+    assert check(sample=32) is None and check(passes=5) is None and check(backend="stack") is None
+    store.put_text(latency_key("s"), json.dumps(_latency_doc(["a1"])))  # a2 never timed
+    assert check() is None
+    store.put_text(latency_key("s"), "{not json")
+    assert check() is None

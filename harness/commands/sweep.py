@@ -54,6 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--no-latency", dest="latency", action="store_false",
                    help="skip the interleaved latency measurement after the arms (refused when the manifest's gate "
                         "has a latency budget: its verdict needs it)")
+    r.add_argument("--latency-again", action="store_true",
+                   help="measure latency anew even when no arm ran and latency.json already times every arm")
     r.add_argument("--latency-sample", type=int, default=None, metavar="N",
                    help="judged queries per corpus timed per run of the latency measurement (default 16)")
     r.add_argument("--latency-passes", type=int, default=None, metavar="N",
@@ -156,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
                              rerank_device=rerank_device_from_args(args))
     report = executor.run(arms, sweep_id)
     if args.latency:
-        _measure_latency(args, sweep_id, [o.arm for o in report.outcomes if o.status != "failed"], catalogue)
+        _measure_latency(args, sweep_id, [o.arm for o in report.outcomes if o.status != "failed"], catalogue,
+                         ran_any=any(o.status == "published" for o in report.outcomes))
     key = collect_sweep(open_store(args.out, args.s3_endpoint), sweep_id, args.arms, args.manifest)
     ran = [o for o in report.outcomes if o.status == "published"]
     print(f"sweep {sweep_id}: {len(ran)} run, {sum(o.status == 'skipped' for o in report.outcomes)} skipped, "
@@ -168,21 +171,31 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PARTIAL if report.failed else 0
 
 
-def _measure_latency(args: argparse.Namespace, sweep_id: str, arms: list[Arm], catalogue: Catalogue) -> None:
-    """The interleaved latency measurement (harness.sweep.latency), in this process, over the read-only state."""
+def _measure_latency(args: argparse.Namespace, sweep_id: str, arms: list[Arm], catalogue: Catalogue, *,
+                     ran_any: bool) -> None:
+    """The interleaved latency measurement (harness.sweep.latency), in this process, over the read-only state.
+
+    A rerun that ran no arm keeps the sweep's latency.json when it already times every arm with the same
+    design (``--latency-again`` measures anew)."""
     import logging
     import time
 
     from harness.commands.settings import settings
     from harness.sweep.executor import open_store
-    from harness.sweep.latency import DEFAULT_PASSES, DEFAULT_SAMPLE, measure_sweep
+    from harness.sweep.latency import DEFAULT_PASSES, DEFAULT_SAMPLE, already_measured, measure_sweep
 
     log = logging.getLogger("harness.sweep.latency")
+    store = open_store(args.out, args.s3_endpoint)
+    backend = args.backend or "embedded"
+    sample, passes = args.latency_sample or DEFAULT_SAMPLE, args.latency_passes or DEFAULT_PASSES
+    when = None if ran_any or args.latency_again else already_measured(store, sweep_id, arms, backend=backend,
+                                                                        sample=sample, passes=passes)
+    if when is not None:
+        print(f"latency: latency.json already times these arms (measured {when}); --latency-again measures anew")
+        return
     t0 = time.perf_counter()
-    measure_sweep(args.state, open_store(args.out, args.s3_endpoint), sweep_id, arms, catalogue,
-                  backend=args.backend or "embedded", sample=args.latency_sample or DEFAULT_SAMPLE,
-                  passes=args.latency_passes or DEFAULT_PASSES, opensearch_url=settings().opensearch_url or "",
-                  say=log.info)
+    measure_sweep(args.state, store, sweep_id, arms, catalogue, backend=backend, sample=sample, passes=passes,
+                  opensearch_url=settings().opensearch_url or "", say=log.info)
     print(f"latency: interleaved measurement in {time.perf_counter() - t0:.1f}s")
 
 

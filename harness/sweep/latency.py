@@ -50,6 +50,28 @@ def latency_key(sweep_id: str) -> str:
     return f"sweeps/{sweep_id}/latency.json"
 
 
+def already_measured(store: ArtefactStore, sweep_id: str, arms: Sequence[Arm], *, backend: Backend,
+                     sample: int, passes: int) -> str | None:
+    """When the sweep's latency.json already times every one of ``arms`` with this design on this backend,
+    when it was measured (a rerun that ran no arm need not measure again); else None."""
+    import json
+
+    key = latency_key(sweep_id)
+    if not store.exists(key):
+        return None
+    try:
+        doc = json.loads(store.get_text(key))
+        design = doc["design"]
+        timed = {a["arm"] for f in doc["families"] for a in f["arms"]}
+    except (ValueError, KeyError, TypeError):
+        return None  # unreadable: measure again, which rewrites it
+    same = (doc.get("schema") == LATENCY_SCHEMA and doc.get("backend") == backend
+            and design.get("sample_per_corpus") == sample and design.get("passes") == passes)
+    controls = {f["control"] for f in doc["families"]}
+    wanted = {a.name for a in arms} - controls
+    return str(doc.get("started_at")) if same and wanted <= timed else None
+
+
 def sample_indices(judged: Sequence[Query], per_corpus: int) -> list[int]:
     """Per corpus, ``per_corpus`` positions evenly spaced over its judged queries (all when fewer), in judged order."""
     by_corpus: dict[str, list[int]] = {}
