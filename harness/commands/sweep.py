@@ -15,7 +15,7 @@ from harness.commands.bench import (
     rerank_device_from_args,
     rerank_scorer_from_args,
 )
-from harness.model import BACKENDS
+from harness.model import BACKENDS, Backend
 
 if TYPE_CHECKING:
     from harness.sweep.catalogue import Arm, Catalogue
@@ -186,7 +186,7 @@ def _measure_latency(args: argparse.Namespace, sweep_id: str, arms: list[Arm], c
 
     log = logging.getLogger("harness.sweep.latency")
     store = open_store(args.out, args.s3_endpoint)
-    backend = args.backend or "embedded"
+    backend: Backend = args.backend or "embedded"
     sample, passes = args.latency_sample or DEFAULT_SAMPLE, args.latency_passes or DEFAULT_PASSES
     when = None if ran_any or args.latency_again else already_measured(store, sweep_id, arms, backend=backend,
                                                                         sample=sample, passes=passes)
