@@ -51,8 +51,13 @@ def test_a_non_empty_destination_is_refused_without_force(
     assert main(["synth", "generate", "--meetings", "20", "--out", str(out)]) == 2
     assert "--force" in capsys.readouterr().err
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
-    assert main(["synth", "generate", "--meetings", "20", "--out", str(out), "--force"]) == 0
-    assert not (out / "keep.txt").exists() and (out / MANIFEST).is_file()
+    # --force replaces a corpus, never a folder that is not one (issue 34: it used to wipe keep.txt)
+    assert main(["synth", "generate", "--meetings", "20", "--out", str(out), "--force"]) == 2
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    (out / "keep.txt").unlink()
+    assert main(["synth", "generate", "--meetings", "20", "--out", str(out)]) == 0
+    assert main(["synth", "generate", "--meetings", "20", "--regime", "easy", "--out", str(out), "--force"]) == 0
+    assert (out / MANIFEST).is_file() and "regime" not in json.loads((out / MANIFEST).read_text())
     assert _leftovers(tmp_path) == []
 
 
@@ -95,3 +100,13 @@ def test_cli_defaults_match_the_package() -> None:
 
     assert (synth.DEFAULT_SEED, synth.DEFAULT_MEETINGS, synth.DEFAULT_BUDGET) == (
         formats.DEFAULT_SEED, formats.DEFAULT_MEETINGS, formats.DEFAULT_BUDGET)
+
+
+def test_force_replaces_a_corpus_only(tmp_path: Path) -> None:
+    out = tmp_path / "photos"
+    out.mkdir()
+    (out / "holiday.jpg").write_bytes(b"not a corpus")
+    assert main(["synth", "generate", "--meetings", "20", "--regime", "easy", "--out", str(out), "--force"]) == 2
+    assert sorted(p.name for p in out.iterdir()) == ["holiday.jpg"]
+    assert main(["synth", "select", "--from", str(tmp_path / "none"), "--out", str(out), "--force"]) == 2
+    assert sorted(p.name for p in out.iterdir()) == ["holiday.jpg"]

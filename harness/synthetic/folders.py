@@ -2,7 +2,7 @@
 
 Nothing half-written is ever left at the destination: on any failure the temporary folder
 is removed and the destination is untouched. A non-empty destination is replaced only
-with ``force``.
+with ``force``, and only when it is a corpus (it has corpus.json): never an unrelated folder.
 """
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ def check_destination(out: Path, *, force: bool) -> None:
     """Refuse a destination that is a file, or a non-empty folder without ``force``."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; pass a folder path")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise UsageError(f"--out {out} is not empty; pass --force to replace it, or choose another folder")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise UsageError(f"--out {out} is not empty; pass --force to replace it, or choose another folder")
+        if not (out / "corpus.json").is_file():
+            raise UsageError(f"--out {out} is not a synthetic corpus (no corpus.json): --force replaces a corpus "
+                             "only; choose another folder, or empty this one yourself")
 
 
 @contextmanager
