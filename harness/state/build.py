@@ -8,7 +8,6 @@ the same documents and vectors into OpenSearch (:mod:`harness.state.stack`).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ from harness.state import STATE_SCHEMA
 from harness.state.ingest import Dispatch, build_state_index
 from harness.state.stack import index_state
 from harness.store.sqlite import SqliteStore
+from harness.synthetic.folders import check_destination, swap_in
 
 _LOGGED_TENTHS: dict[str, int] = {}
 
@@ -67,34 +67,6 @@ def corpus_summary(corpus: Corpus) -> dict[str, Any]:
             "seed": corpus.seed}
 
 
-def _check_replaceable(out: Path, *, force: bool) -> None:
-    """``out`` may be absent, an empty folder, or (with ``force``) a state: never anything else."""
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a state folder; choose a folder path")
-    if not out.is_dir() or not any(out.iterdir()):
-        return
-    if not force:
-        raise UsageError(f"{out} already exists; pass --force to rebuild it")
-    if not (out / "state.json").is_file():
-        raise UsageError(f"--out {out} is not a state (no state.json): --force replaces a state only; "
-                         "choose another folder, or empty this one yourself")
-
-
-def _swap_in(tmp: Path, out: Path, *, force: bool) -> None:
-    """The built ``tmp`` becomes ``out``; an old state there is removed only after the swap."""
-    _check_replaceable(out, force=force)  # again: it may have changed while the state was built
-    if out.is_dir() and any(out.iterdir()):
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        shutil.rmtree(old, ignore_errors=True)
-        os.rename(out, old)
-        os.rename(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        if out.is_dir():
-            out.rmdir()
-        os.rename(tmp, out)
-
-
 def build_state(
     out: Path,
     corpora: Sequence[Corpus],
@@ -128,7 +100,7 @@ def build_state(
     names = [c.name for c in corpora]
     if len(set(names)) != len(names):
         raise UsageError(f"corpus given twice: {', '.join(names)}")
-    _check_replaceable(out, force=force)
+    check_destination(out, force=force, marker="state.json", kind="state")
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "corpora").mkdir(parents=True)
@@ -175,7 +147,8 @@ def build_state(
         elif backend != "embedded":
             raise UsageError(f"--backend {backend!r}: expected embedded or stack")
         (tmp / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        _swap_in(tmp, out, force=force)
+        check_destination(out, force=force, marker="state.json", kind="state")  # it may have changed meanwhile
+        swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

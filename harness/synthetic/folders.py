@@ -1,4 +1,4 @@
-"""Writing a corpus folder atomically: a temporary sibling folder, then one rename.
+"""Writing a folder atomically: a temporary sibling folder, then one rename (a corpus here; a state too).
 
 Nothing half-written is ever left at the destination: on any failure the temporary folder
 is removed and the destination is untouched. A non-empty destination is replaced only
@@ -17,16 +17,30 @@ from pathlib import Path
 from harness.errors import UsageError
 
 
-def check_destination(out: Path, *, force: bool) -> None:
-    """Refuse a destination that is a file, or a non-empty folder without ``force``."""
+def check_destination(out: Path, *, force: bool, marker: str = "corpus.json", kind: str = "synthetic corpus") -> None:
+    """``out`` may be absent, an empty folder, or (with ``force``) a ``kind`` folder, one holding ``marker``:
+    never a file, and never a non-empty folder of anything else."""
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; pass a folder path")
+        raise UsageError(f"--out {out} is a file, not a {kind} folder; choose a folder path")
     if out.is_dir() and any(out.iterdir()):
         if not force:
             raise UsageError(f"--out {out} is not empty; pass --force to replace it, or choose another folder")
-        if not (out / "corpus.json").is_file():
-            raise UsageError(f"--out {out} is not a synthetic corpus (no corpus.json): --force replaces a corpus "
+        if not (out / marker).is_file():
+            raise UsageError(f"--out {out} is not a {kind} (no {marker}): --force replaces a {kind} "
                              "only; choose another folder, or empty this one yourself")
+
+
+def swap_in(tmp: Path, out: Path) -> None:
+    """The finished ``tmp`` becomes ``out``; what was at ``out`` is removed only after the swap."""
+    if out.is_dir() and any(out.iterdir()):
+        old = out.parent / f".{out.name}.old-{tmp.name}"
+        os.rename(out, old)
+        os.rename(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        if out.is_dir():
+            out.rmdir()
+        os.rename(tmp, out)
 
 
 @contextmanager
@@ -40,15 +54,7 @@ def atomic_directory(out: Path, *, force: bool) -> Iterator[Path]:
         yield tmp
         os.chmod(tmp, 0o755)
         check_destination(out, force=force)
-        if out.is_dir() and any(out.iterdir()):
-            old = out.parent / f".{out.name}.old-{tmp.name}"
-            os.rename(out, old)
-            os.rename(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            if out.is_dir():
-                out.rmdir()
-            os.rename(tmp, out)
+        swap_in(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
