@@ -146,8 +146,11 @@ def test_rbac_is_namespaced_and_least_privilege(scenario: tuple[Path, list[dict[
     assert verbs[("batch", "jobs")] == {"create", "get", "list", "watch", "delete"}
     assert verbs[("", "pods/log")] == {"get"}
     assert ("", "secrets") not in verbs
-    collector = roles["rs-ragsweep-collector"]
-    assert all(set(rule["verbs"]) <= {"get", "list", "watch"} for rule in collector["rules"])
+    # the collector and arm accounts never call the API (no token mounted): no Role at all
+    assert set(roles) == {"rs-ragsweep-launcher"}
+    bindings = [d for d in docs if d["kind"] == "RoleBinding"]
+    assert [s["name"] for b in bindings for s in b["subjects"] if s["kind"] == "ServiceAccount"] \
+        == ["rs-ragsweep-launcher"]
 
 
 # --- pod security: NetworkPolicies, credentials per container, security contexts ----------------
@@ -416,6 +419,49 @@ def test_each_container_references_only_the_credentials_it_uses(
     assert {k for k in EXPECTED_CREDENTIALS if k[0] not in ("test", "object-store")} <= seen
 
 
+def test_every_container_has_an_ephemeral_storage_request_and_limit(
+        scenario: tuple[Path, list[dict[str, Any]]]) -> None:
+    """Scratch volumes, logs and a container's writable layer all count against a node's disk: without a
+    limit, one arm unpacking a large state can fill it and have the kubelet evict its neighbours."""
+    path, docs = scenario
+    missing = [f"{where}/{c['name']}" for where, _, spec in _release_pods(docs, path)
+               for c in spec.get("initContainers", []) + spec["containers"]
+               if not ({"requests", "limits"} <= set(c.get("resources", {}))
+                       and "ephemeral-storage" in c["resources"]["requests"]
+                       and "ephemeral-storage" in c["resources"]["limits"])]
+    assert not missing, missing
+
+
+def test_no_secret_reaches_a_command_line(scenario: tuple[Path, list[dict[str, Any]]]) -> None:
+    """A container's command and args are in every process listing on the node (/proc/<pid>/cmdline) and in
+    the pod spec: no secretKeyRef variable is expanded into them ($(VAR)), and no generated value is in them."""
+    path, docs = scenario
+    secret_values = {base64.b64decode(v).decode() for d in docs if d["kind"] == "Secret" for v in d["data"].values()}
+    offending = []
+    for where, _, spec in _release_pods(docs, path):
+        for c in spec.get("initContainers", []) + spec["containers"]:
+            secret_vars = {e["name"] for e in c.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})}
+            words = [*c.get("command", []), *c.get("args", [])]
+            for word in words:
+                expanded = set(re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", word)) & secret_vars
+                if expanded or any(v in word for v in secret_values):
+                    offending.append(f"{where}/{c['name']}: {word!r}")
+    assert not offending, offending
+
+
+def test_the_collector_job_runs_as_the_collector_account(scenario: tuple[Path, list[dict[str, Any]]]) -> None:
+    """The launcher ConfigMap names the collector's account; the collector Job runs as it, and the arm Jobs as
+    the arms' (both accounts are the release's own, with no Role and no token)."""
+    path, docs = scenario
+    accounts = {d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount"}
+    (configmap,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-launcher")]
+    settings = parse_settings(configmap["data"]["settings.json"], path.name)
+    collector = serialize(build_collector_job(settings, SWEEP_ID, "fusion"))["spec"]["template"]["spec"]
+    assert collector["serviceAccountName"] == "rs-ragsweep-collector" and "rs-ragsweep-collector" in accounts
+    arm = serialize(build_arm_job(settings, next(a for a in CATALOGUE.arms if not a.needs_reranker), SWEEP_ID))
+    assert arm["spec"]["template"]["spec"]["serviceAccountName"] == "rs-ragsweep-arm" and "rs-ragsweep-arm" in accounts
+
+
 def test_every_container_is_non_root_on_a_read_only_root(scenario: tuple[Path, list[dict[str, Any]]]) -> None:
     path, docs = scenario
     for where, _, spec in _release_pods(docs, path):
@@ -455,7 +501,8 @@ def test_without_gpus_the_cross_encoder_pods_are_cpu_pods() -> None:
         (main,) = spec["containers"]
         assert main["image"] == settings.images.cpu and all(c["image"] == settings.images.cpu
                                                             for c in spec["initContainers"])
-        assert main["resources"]["limits"] == {"cpu": "4", "memory": "8Gi"}, main["resources"]
+        assert main["resources"]["limits"] == {"cpu": "4", "memory": "8Gi", "ephemeral-storage": "8Gi"}, \
+            main["resources"]
         assert "nodeSelector" not in spec and "tolerations" not in spec
         env = {e["name"]: e.get("value") for e in main["env"]}
         assert (env["RAGSWEEP_RERANK_DEVICE"], env["RAGSWEEP_RERANK_THREADS"]) == ("cpu", "2")

@@ -18,6 +18,8 @@ from harness.sweep.k8s.builders import (
     arm_job_name,
     build_arm_job,
     build_collector_job,
+    build_legs_job,
+    build_scores_job,
     job_name,
     label_value,
     serialize,
@@ -64,10 +66,16 @@ CHART_DEFAULTS = settings(
     extraEnv={"RAGSWEEP_OPENSEARCH_URL": "http://rs-ragsweep-opensearch:9200",
               "RAGSWEEP_OPENSEARCH_KNN_ENGINE": "lucene",
               "RAGSWEEP_PG_DSN": "postgresql://ragsweep@rs-ragsweep-postgresql:5432/ragsweep"},
+    collectorServiceAccount="rs-ragsweep-collector",
     arm={"policy": {"backoffLimit": 1, "activeDeadlineSeconds": 7200, "ttlSecondsAfterFinished": 86400},
-         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}},
+         "resources": {"requests": {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "2Gi"},
+                       "limits": {"cpu": "2", "memory": "4Gi", "ephemeral-storage": "8Gi"}}},
+    collector={"policy": {"backoffLimit": 1, "activeDeadlineSeconds": 1800, "ttlSecondsAfterFinished": 86400},
+               "resources": {"requests": {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"},
+                             "limits": {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "4Gi"}}},
     gpu={"policy": {"backoffLimit": 1, "activeDeadlineSeconds": 7200, "ttlSecondsAfterFinished": 86400},
-         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"cpu": "4", "memory": "16Gi"}},
+         "resources": {"requests": {"cpu": "2", "memory": "8Gi", "ephemeral-storage": "4Gi"},
+                       "limits": {"cpu": "4", "memory": "16Gi", "ephemeral-storage": "16Gi"}},
          "placement": {"nodeSelector": {"nvidia.com/gpu.present": "true"},
                        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}},
 )
@@ -120,6 +128,40 @@ def test_placement_follows_the_stage(arm: Arm, gpu: bool) -> None:
         assert container["image"] == f"registry.example.com/ragsweep/ragsweep-cpu@{DIGEST}"
         assert not {"RAGSWEEP_RERANKER", "RAGSWEEP_RERANK_CACHE", "RAGSWEEP_RERANK_DEVICE"} & set(env_of(container))
         assert [c["name"] for c in pod["initContainers"]] == ["fetch-state"]
+
+
+def test_each_job_runs_under_its_own_account() -> None:
+    """The collector Job runs as the collector's service account (the chart's <release>-collector); arm, legs and
+    scores Jobs as the arms'. No token is mounted in either. A release that names no collector account
+    (an older ConfigMap) keeps the arms' account for it."""
+    rerank = CATALOGUE.family("budget").arm("budget-48-12-4")
+    arms = [serialize(build_arm_job(CHART_DEFAULTS, CATALOGUE.family("fusion").arm("rrf-60"), SWEEP)),
+            serialize(build_arm_job(CHART_DEFAULTS, rerank, SWEEP, reranker_key=RERANKER)),
+            serialize(build_legs_job(CHART_DEFAULTS, [rerank], SWEEP, "legs-x", "k")),
+            serialize(build_scores_job(CHART_DEFAULTS, [rerank], SWEEP, "scores-x", legs="k", scores="s",
+                                       part=(0, 1), reranker_key=RERANKER))]
+    for job in arms:
+        assert job["spec"]["template"]["spec"]["serviceAccountName"] == "rs-ragsweep-arm", job["metadata"]["name"]
+    collector = serialize(build_collector_job(CHART_DEFAULTS, SWEEP, "fusion"))["spec"]["template"]["spec"]
+    assert collector["serviceAccountName"] == "rs-ragsweep-collector"
+    assert collector["automountServiceAccountToken"] is False
+    older = serialize(build_collector_job(S, SWEEP, "fusion"))["spec"]["template"]["spec"]
+    assert older["serviceAccountName"] == "rs-ragsweep-arm"
+
+
+def test_init_containers_share_their_pods_ephemeral_storage() -> None:
+    """An init container that unpacks the state or the reranker gets its pod's ephemeral-storage request and
+    limit: the kubelet holds the pod to the larger of its init limits and its main containers' sum, and the
+    unpacked files stay on the pod's volume, so a smaller limit there would not bound anything more."""
+    rerank = CATALOGUE.family("budget").arm("budget-48-12-4")
+    for arm, want in ((CATALOGUE.family("fusion").arm("rrf-60"), ("2Gi", "8Gi")), (rerank, ("4Gi", "16Gi"))):
+        pod = serialize(build_arm_job(CHART_DEFAULTS, arm, SWEEP, reranker_key=RERANKER))["spec"]["template"]["spec"]
+        for c in pod["initContainers"] + pod["containers"]:
+            got = (c["resources"]["requests"]["ephemeral-storage"], c["resources"]["limits"]["ephemeral-storage"])
+            assert got == want, (arm.name, c["name"], got)
+    # a release whose shape names no ephemeral-storage gets none on the init containers either
+    pod = serialize(build_arm_job(S, CATALOGUE.family("fusion").arm("rrf-60"), SWEEP))["spec"]["template"]["spec"]
+    assert "ephemeral-storage" not in json.dumps(pod)
 
 
 @pytest.mark.parametrize(("arm", "gpu"), CASES, ids=IDS)
@@ -342,15 +384,65 @@ def test_ci_manifests_are_valid_in_strict_mode() -> None:
     namespace = (ROOT / "manifests" / "ci-namespace.yaml").read_text()
     namespace = namespace.replace("${NAMESPACE}", "ragsweep-ci-1234").replace("${EXPIRES_AT}", "1767225600")
     namespace = namespace.replace("${PIPELINE}", "1234")
-    docs = [*yaml.safe_load_all(namespace), *yaml.safe_load_all((ROOT / "manifests" / "ci-janitor.yaml").read_text())]
+    janitor = (ROOT / "manifests" / "ci-janitor.yaml").read_text()
+    janitor = janitor.replace("${JANITOR_IMAGE}", f"reg.example/k8s@{DIGEST}")
+    binding = (ROOT / "manifests" / "ci-janitor-binding.yaml").read_text().replace("${NAMESPACE}", "ragsweep-ci-1234")
+    docs = [*yaml.safe_load_all(namespace), *yaml.safe_load_all(janitor), *yaml.safe_load_all(binding)]
     for doc in docs:
         kv.validate(doc, "1.33.0", strict=True)
-    (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "delete"]}]
     (cron,) = [d for d in docs if d["kind"] == "CronJob"]
     job = cron["spec"]["jobTemplate"]["spec"]
     assert {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"} <= set(job)
     assert "ragsweep.io/ephemeral=true" in job["template"]["spec"]["containers"][0]["command"][-1]
+
+
+def test_the_janitor_may_delete_only_the_namespaces_ci_namespace_bound_it_into() -> None:
+    """Cluster-wide the janitor lists namespaces and nothing else; its delete right is a ClusterRole that no
+    ClusterRoleBinding grants, bound by a RoleBinding inside each namespace ci-namespace creates (a RoleBinding
+    in namespace N covers a delete of N alone)."""
+    yaml = pytest.importorskip("yaml")
+    docs = list(yaml.safe_load_all((ROOT / "manifests" / "ci-janitor.yaml").read_text()))
+    roles = {d["metadata"]["name"]: d["rules"] for d in docs if d["kind"] == "ClusterRole"}
+    cluster_bound = {d["roleRef"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding"}
+    assert cluster_bound == {"ragsweep-ci-janitor"}
+    assert roles["ragsweep-ci-janitor"] == [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]}]
+    assert roles["ragsweep-ci-janitor-delete"] == [{"apiGroups": [""], "resources": ["namespaces"],
+                                                    "verbs": ["get", "delete"]}]
+    (binding,) = yaml.safe_load_all((ROOT / "manifests" / "ci-janitor-binding.yaml").read_text())
+    assert (binding["kind"], binding["metadata"]["namespace"]) == ("RoleBinding", "${NAMESPACE}")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": "ragsweep-ci-janitor-delete"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "ragsweep-ci-janitor", "namespace": "ci-system"}]
+    makefile = (ROOT / "Makefile.k8s").read_text()
+    recipe = makefile[makefile.index("\nci-namespace:"):makefile.index("\nci-janitor:")]
+    assert "create -f -" in recipe and "apply -f -" in recipe and "ci-janitor-binding.yaml" in recipe
+    assert "manifests/ci-namespace.yaml | $(KUBECTL) apply" not in recipe  # apply would adopt an existing one
+
+
+def test_the_janitor_runs_by_digest_only(tmp_path: Path) -> None:
+    """The manifest names no image of its own (a tag can move); `make ci-janitor` fills it with
+    JANITOR_IMAGE and refuses anything but REPO@sha256:<64 hex>, before kubectl is run."""
+    import subprocess
+
+    yaml = pytest.importorskip("yaml")
+    (cron,) = [d for d in yaml.safe_load_all((ROOT / "manifests" / "ci-janitor.yaml").read_text())
+               if d["kind"] == "CronJob"]
+    (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "${JANITOR_IMAGE}"
+    assert container["resources"]["limits"]["ephemeral-storage"]
+    out = tmp_path / "applied.yaml"
+    kubectl = f"cat >{out}; true"  # stands in for kubectl apply -f -: what it would be given
+    for image in ("alpine/k8s:1.33.0", "alpine/k8s@sha256:abc", ""):
+        made = subprocess.run(["make", "-s", "-f", "Makefile.k8s", "ci-janitor", f"JANITOR_IMAGE={image}",
+                               f"KUBECTL={kubectl}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert made.returncode == 2 and "runs by digest only" in made.stderr, (image, made.stderr)
+        assert not out.exists()
+    image = f"reg.example/k8s@{DIGEST}"
+    made = subprocess.run(["make", "-s", "-f", "Makefile.k8s", "ci-janitor", f"JANITOR_IMAGE={image}",
+                           f"KUBECTL={kubectl}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    (applied,) = [d for d in yaml.safe_load_all(out.read_text()) if d["kind"] == "CronJob"]
+    assert applied["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"] == image
 
 
 def test_pull_refuses_an_archive_member_outside_its_root(tmp_path: Path) -> None:

@@ -206,14 +206,22 @@ def _tolerations(raw: Sequence[dict[str, Any]]) -> list[k.V1Toleration] | None:
                            effect=t.get("effect"), toleration_seconds=t.get("tolerationSeconds")) for t in raw]
 
 
+def _storage(amounts: dict[str, str]) -> dict[str, str]:
+    return {name: amount for name, amount in amounts.items() if name == "ephemeral-storage"}
+
+
 def _sync_container(settings: LauncherSettings, image: str, name: str, key: str, out: str,
-                    mount: k.V1VolumeMount) -> k.V1Container:
+                    mount: k.V1VolumeMount, shape: PodShape) -> k.V1Container:
+    """An init container that unpacks ``key`` into ``out``. Its ephemeral-storage is its pod's main container's:
+    the kubelet holds a pod to the larger of its init containers' limits and its main containers' sum, and
+    what this one unpacks stays on the pod's volume (a smaller limit here would cap the pod)."""
     env = [*store_env(settings), _env("RAGSWEEP_SYNC_KEY", key), _env("RAGSWEEP_SYNC_OUT", out)]
+    requests = {"cpu": "100m", "memory": "256Mi", **_storage(shape.resources.requests)}
+    limits = {"cpu": "1", "memory": "512Mi", **_storage(shape.resources.limits)}
     return k.V1Container(
         name=name, image=image, image_pull_policy=settings.image_pull_policy, command=list(SYNC_COMMAND),
         env=env, security_context=_security_context(),
-        resources=k.V1ResourceRequirements(requests={"cpu": "100m", "memory": "256Mi"},
-                                           limits={"cpu": "1", "memory": "512Mi"}),
+        resources=k.V1ResourceRequirements(requests=requests, limits=limits),
         volume_mounts=[mount, k.V1VolumeMount(name="scratch", mount_path=SCRATCH)])
 
 
@@ -229,11 +237,13 @@ def _pod_failure_policy() -> k.V1PodFailurePolicy:
 
 
 def _pod(settings: LauncherSettings, shape: PodShape, containers: list[k.V1Container],
-         volumes: list[k.V1Volume], init: list[k.V1Container] | None = None) -> k.V1PodSpec:
-    """What every ragsweep Job pod shares: no restarts in place, no API token, non-root."""
+         volumes: list[k.V1Volume], init: list[k.V1Container] | None = None,
+         service_account: str | None = None) -> k.V1PodSpec:
+    """What every ragsweep Job pod shares: no restarts in place, no API token, non-root; the arms' service
+    account unless ``service_account`` names another."""
     pull_secrets = [k.V1LocalObjectReference(name=n) for n in settings.image_pull_secrets] or None
     return k.V1PodSpec(
-        restart_policy="Never", service_account_name=settings.service_account,
+        restart_policy="Never", service_account_name=service_account or settings.service_account,
         automount_service_account_token=False, enable_service_links=False,
         security_context=k.V1PodSecurityContext(
             run_as_non_root=True, run_as_user=UID, run_as_group=UID, fs_group=UID,
@@ -260,11 +270,12 @@ def _job(name: str, job_labels: dict[str, str], annotations: dict[str, str], sha
     )
 
 
-def _state_volumes(settings: LauncherSettings, image: str) -> tuple[list[k.V1Container], list[k.V1Volume],
-                                                                     list[k.V1VolumeMount]]:
+def _state_volumes(settings: LauncherSettings, image: str, shape: PodShape) -> tuple[
+        list[k.V1Container], list[k.V1Volume], list[k.V1VolumeMount]]:
     """The fetch-state init container, the state and scratch volumes, and the main container's mounts."""
     state_mount = k.V1VolumeMount(name="state", mount_path=settings.state_path)
-    init = [_sync_container(settings, image, "fetch-state", settings.state_key, settings.state_path, state_mount)]
+    init = [_sync_container(settings, image, "fetch-state", settings.state_key, settings.state_path, state_mount,
+                            shape)]
     volumes = [k.V1Volume(name="state", empty_dir=k.V1EmptyDirVolumeSource()),
                k.V1Volume(name="scratch", empty_dir=k.V1EmptyDirVolumeSource())]
     # Writable: tantivy's index reader takes a lock file in the index folder (on a read-only mount
@@ -279,7 +290,7 @@ def build_legs_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: st
     """A group's legs Job named ``name`` (``legs_job_name``, the name the launcher waits for): ``jobs.legs``
     fetches the legs every arm of ``arms`` asks for and writes them to the store at ``legs``; it runs on a
     CPU node whatever the arms' stages (no cross-encoder is loaded)."""
-    init, volumes, mounts = _state_volumes(settings, settings.images.cpu)
+    init, volumes, mounts = _state_volumes(settings, settings.images.cpu, settings.arm)
     container = k.V1Container(
         name=LEGS_CONTAINER, image=settings.images.cpu, image_pull_policy=settings.image_pull_policy,
         command=list(LEGS_COMMAND), env=arm_env(settings, arms, sweep_id, legs=legs, reranker=False),
@@ -307,9 +318,9 @@ def _rerank_pod(settings: LauncherSettings, name: str, command: Sequence[str], e
     else:
         shape, image, gpu = settings.arm, settings.images.cpu, {}
     assert image is not None  # LauncherSettings requires images.gpu when gpu.enabled
-    init, volumes, mounts = _state_volumes(settings, image)
+    init, volumes, mounts = _state_volumes(settings, image, shape)
     init.append(_sync_container(settings, image, "fetch-reranker", reranker_key, settings.reranker_path,
-                                k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path)))
+                                k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path), shape))
     volumes.append(k.V1Volume(name="reranker", empty_dir=k.V1EmptyDirVolumeSource()))
     mounts.append(k.V1VolumeMount(name="reranker", mount_path=settings.reranker_path, read_only=True))
     container = k.V1Container(
@@ -350,7 +361,7 @@ def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, rerank
         shape, pod = _rerank_pod(settings, ARM_CONTAINER, ARM_COMMAND, env, reranker_key)
     else:
         shape = settings.arm
-        init, volumes, mounts = _state_volumes(settings, settings.images.cpu)
+        init, volumes, mounts = _state_volumes(settings, settings.images.cpu, shape)
         container = k.V1Container(
             name=ARM_CONTAINER, image=settings.images.cpu, image_pull_policy=settings.image_pull_policy,
             command=list(ARM_COMMAND), env=env, resources=_resources(shape.resources),
@@ -374,7 +385,8 @@ def build_collector_job(settings: LauncherSettings, sweep_id: str, selector: str
         termination_message_policy="FallbackToLogsOnError",
     )
     pod = _pod(settings, settings.collector, [container],
-               [k.V1Volume(name="scratch", empty_dir=k.V1EmptyDirVolumeSource())])
+               [k.V1Volume(name="scratch", empty_dir=k.V1EmptyDirVolumeSource())],
+               service_account=settings.collector_service_account)
     annotations = {"ragsweep.io/sweep-id": sweep_id, "ragsweep.io/arms": selector}
     return _job(collector_job_name(sweep_id), labels(settings, "collector", sweep_id), annotations,
                 settings.collector, pod)

@@ -2,7 +2,7 @@
 
 The chart renders ``<release>-launcher`` (a ConfigMap, key ``settings.json``) from its values:
 image digests, the in-cluster object store, the name and keys of the credentials Secret,
-the service account the arm pods run as, placement (CPU and GPU), resources and the Job
+the service accounts the arm and collector pods run as, placement (CPU and GPU), resources and the Job
 policy (backoffLimit, activeDeadlineSeconds, ttlSecondsAfterFinished). The launcher reads it
 and builds Jobs that agree with the release, so no value is typed twice. No credential is
 ever in it: only the Secret's name and key names.
@@ -96,7 +96,9 @@ class LauncherSettings(_Model):
     images: Images
     image_pull_policy: Literal["IfNotPresent", "Always", "Never"] = "IfNotPresent"
     image_pull_secrets: tuple[str, ...] = ()
-    service_account: str = Field(min_length=1)
+    service_account: str = Field(min_length=1)  # arms, legs and scores Jobs
+    # The collector Job's own account (the chart's <release>-collector); unset: service_account
+    collector_service_account: str | None = Field(None, min_length=1)
     store: str = Field(min_length=1)  # s3://BUCKET[/PREFIX] as the pods see it, or a folder in tests
     s3_endpoint: str | None = None
     region: str = "us-east-1"
