@@ -3,6 +3,7 @@ which requests retry and for how long (on a fake clock), and the errors a caller
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import subprocess
@@ -11,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from fakes import Clock
@@ -177,3 +178,85 @@ def test_a_json_body_is_parsed_as_json(node: tuple[Node, str]) -> None:
     state, url = node
     state.answers = [(200, json.dumps([1, "x"]).encode())]
     assert client(url, Clock()).request("GET", "/_cat/indices") == [1, "x"]
+
+
+# --- credentials and TLS: what a chart release's pods would use; the loopback stack uses neither -----
+
+def _serve(handler: type[BaseHTTPRequestHandler], context: Any = None) -> tuple[ThreadingHTTPServer, int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if context is not None:
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
+
+
+class _AuthNode(BaseHTTPRequestHandler):
+    """Answers 200 to the right basic credentials, 401 to anything else, and records what it was sent."""
+
+    seen: ClassVar[list[str | None]] = []
+
+    def do_GET(self) -> None:
+        auth = self.headers.get("Authorization")
+        _AuthNode.seen.append(auth)
+        ok = auth == "Basic " + base64.b64encode(b"ragsweep:s3cr3tPW").decode()
+        body = b'{"version":{"number":"3.6.0"}}' if ok else b'{"error":"unauthorized"}'
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_quoted() -> None:
+    _AuthNode.seen.clear()
+    server, port = _serve(_AuthNode)
+    try:
+        assert client(f"http://ragsweep:s3cr3tPW@127.0.0.1:{port}", Clock()).version() == "3.6.0"
+        with pytest.raises(IntegrityError, match="HTTP 401"):
+            client(f"http://127.0.0.1:{port}", Clock()).request("GET", "/")
+        assert _AuthNode.seen[0] is not None and _AuthNode.seen[1] is None  # no URL credentials: no header
+    finally:
+        server.shutdown()
+        server.server_close()
+    url = closed_port_url().replace("http://", "http://ragsweep:s3cr3tPW@")
+    with pytest.raises(UsageError) as refused:
+        client(url, Clock(), deadline=0.2).request("GET", "/")
+    assert "s3cr3tPW" not in str(refused.value) and "OpenSearch at http://***@127.0.0.1:" in str(refused.value)
+
+
+def test_https_verifies_the_node_against_the_ca_in_ssl_cert_file(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node whose certificate a private CA signed (as the chart's would be) is trusted through SSL_CERT_FILE,
+    opensearch-py's first choice; without it, the certificate is refused and nothing is sent in the clear."""
+    import shutil
+    import ssl
+
+    openssl = shutil.which("openssl") or pytest.skip("no openssl to make a CA")
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], cwd=tmp_path, check=True, capture_output=True)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "1",
+        "-subj", "/CN=ragsweep test CA")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "node.key", "-out", "node.csr", "-subj", "/CN=node")
+    (tmp_path / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "node.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out",
+        "node.crt", "-days", "1", "-extfile", "san.ext")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "node.crt", tmp_path / "node.key")
+    _AuthNode.seen.clear()
+    server, port = _serve(_AuthNode, context)
+    url = f"https://ragsweep:s3cr3tPW@127.0.0.1:{port}"
+    try:
+        monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        with pytest.raises(UsageError, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify failed") as refused:
+            client(url, Clock(), deadline=0.2).request("GET", "/")
+        assert "s3cr3tPW" not in str(refused.value) and _AuthNode.seen == []
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.crt"))
+        assert client(url, Clock()).version() == "3.6.0"
+    finally:
+        server.shutdown()
+        server.server_close()

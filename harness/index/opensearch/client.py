@@ -6,6 +6,13 @@ and the modules that only name the type stay fast. This module uses its connecti
 status and body as the node sent them, so error messages quote the node's own bytes, and no
 second retry loop runs under the one retry policy, harness.retries (tenacity), whose clock
 and sleep are injectable so a retry test takes no wall time.
+
+Credentials, where a node asks for them, travel in the URL as ``https://USER:PASSWORD@host:9200``
+(opensearch-py sends them as HTTP basic auth; a Kubernetes pod assembles that URL from its Secret
+with ``$(VAR)`` references, so neither a pod spec nor a command line holds it); the CA that signed
+the node's certificate is opensearch-py's default, ``SSL_CERT_FILE`` before certifi's bundle. Nothing
+this client writes (errors, logs) names the password: messages use ``where``, the URL without it.
+A URL with neither (the loopback stack's ``http://127.0.0.1:9200``) is plain HTTP, as before.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from harness.errors import IntegrityError, UsageError
 from harness.retries import RetryError, call_with_retries
@@ -44,6 +52,7 @@ class OpenSearchClient:
         if not url:
             raise UsageError(f"no OpenSearch URL: set {URL_ENV} (make stack-up; eval \"$(stack/env.sh)\")")
         self.url = url.rstrip("/")
+        self.where = _without_credentials(self.url)
         self.timeout = timeout
         self.deadline = deadline
         self.sleep = sleep
@@ -98,11 +107,19 @@ class OpenSearchClient:
             if error.status == 404 and missing_ok:
                 return None
             raise IntegrityError(f"OpenSearch {method} {path} -> HTTP {error.status}: {error.text[:2000]}") from error
-        raise UsageError(f"OpenSearch at {self.url} did not answer {method} {path} ({_reason(error)}); "
+        raise UsageError(f"OpenSearch at {self.where} did not answer {method} {path} ({_reason(error)}); "
                          "is the stack up? (make stack-up)") from error
 
     def version(self) -> str:
         return str(self.request("GET", "/")["version"]["number"])
+
+
+def _without_credentials(url: str) -> str:
+    """``url`` with any ``user:password@`` replaced by ``***@``: what a message may quote."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
 
 
 def _transient(error: BaseException) -> bool:
