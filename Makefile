@@ -113,9 +113,10 @@ sweep-backends: $(STACK_STATE)/state.json ## ARMS on the embedded backend and on
 	$(RAGSWEEP) agreement --sweep $(VAR) --sweep-id $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS)) \
 	  --versus $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS) --backend stack)
 
-bench: $(STATE)/state.json ## benchmarks: synthetic generation and its regimes' ablation, index build vs raw encode, retrieval latency (both backends when the stack is up), the fusion family with legs shared vs one arm, then bench-growth and bench-catalogue
+bench: $(STATE)/state.json ## benchmarks: synthetic generation and its regimes' ablation, index build vs raw encode, retrieval latency (both backends when the stack is up), the fusion family with legs shared vs one arm, ragsweep score beside plain pytrec_eval on a 1M-line run, then bench-growth and bench-catalogue
 	$(PY) benchmarks/bench_synthetic.py
 	$(PY) benchmarks/bench_synthetic_regimes.py
+	$(PY) benchmarks/bench_scorer.py
 	$(PY) benchmarks/bench_index.py --state $(STATE)
 	$(PY) benchmarks/bench_legs.py --state $(STATE) --workers $(WORKERS)
 	$(PY) benchmarks/bench_backends.py --state $(STACK_STATE) --workers 1,2
