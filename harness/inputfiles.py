@@ -3,14 +3,18 @@
 A missing file, a folder where a file belongs, or bytes that are not UTF-8 are invalid
 input (exit 4), not an internal error. So is JSON that does not parse, or that does not
 fit the model of the stage that wrote it (:func:`validate_input` reports the first problem,
-naming the field). Shared by every stage, like :mod:`harness.errors`.
+naming the field). :func:`iter_input_line_blocks` streams a line-oriented file (a million-line
+TREC run) with the same refusals, never holding it whole, and refuses control characters.
+Shared by every stage, like :mod:`harness.errors`.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
@@ -31,6 +35,68 @@ def read_input_text(path: Path, label: str | None = None) -> str:
         raise InputDataError(f"{name}: is a folder; expected a file") from e
     except UnicodeDecodeError as e:
         raise InputDataError(f"{name}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+
+
+# Unicode control characters (category Cc) except tab and line feed, searched for once every \r\n
+# is \n: a carriage return still there did not end a line.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+BLOCK_CHARS = 1 << 22  # characters read at a time (a few MB): a block's lines are the only list held
+
+
+def iter_input_line_blocks(path: Path, label: str | None = None,
+                           block_chars: int | None = None) -> Iterator[tuple[int, list[str]]]:
+    """The lines of ``path`` in blocks: ``(number of the block's first line, its lines)``.
+
+    Streams (a million-line file is never held whole, nor a list of all its lines) while the
+    checks run over a block at a time in C, so a caller's per-line loop is all the Python there
+    is. Lines break at ``\\n`` only, ``\\r\\n`` counting as one, so the numbers are the ones an
+    editor shows; lines come without their breaks. A UTF-8 byte-order mark at the start is dropped.
+    Refused, one line each: :func:`read_input_text`'s errors, and a control character other than
+    tab anywhere (a NUL, a form feed, a lone ``\\r``), named by ``file:line:column``.
+    """
+    name = str(path) if label is None else label
+    try:
+        with Path(path).open(encoding="utf-8-sig", newline="") as handle:
+            yield from _line_blocks(handle, name, block_chars or BLOCK_CHARS)
+    except FileNotFoundError as e:
+        raise InputDataError(f"{name}: no such file") from e
+    except IsADirectoryError as e:
+        raise InputDataError(f"{name}: is a folder; expected a file") from e
+    except UnicodeDecodeError:
+        read_input_text(path, label)  # raises, naming the offset in the whole file
+        raise
+
+
+def _line_blocks(handle: TextIO, name: str, block_chars: int) -> Iterator[tuple[int, list[str]]]:
+    first, carry = 1, ""
+    while True:
+        chunk = handle.read(block_chars)
+        text = carry + chunk
+        cut = len(text) if not chunk else text.rfind("\n") + 1
+        text, carry = text[:cut], text[cut:]
+        if "\r" in text:
+            text = text.replace("\r\n", "\n")  # at line ends only: line numbers and columns keep
+        _refuse_control(text, first, name)
+        lines = text.split("\n")
+        if not chunk:
+            if text:
+                yield first, lines
+            return
+        lines.pop()  # the empty string after the block's last break
+        if lines:
+            yield first, lines
+            first += len(lines)
+
+
+def _refuse_control(text: str, first: int, name: str) -> None:
+    match = _CONTROL.search(text)
+    if match is None:
+        return
+    at = match.start()
+    line = first + text.count("\n", 0, at)
+    column = at - text.rfind("\n", 0, at)
+    raise InputDataError(f"{name}:{line}: control character U+{ord(match.group()):04X} at column {column}; "
+                         "expected printable text, fields separated by spaces or tabs, lines ending \\n or \\r\\n")
 
 
 def parse_json_input(text: str, where: str) -> Any:

@@ -30,13 +30,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.metrics.engine import engine_info, evaluate, mean
+    from harness.metrics.engine import engine_info, evaluate_trec, mean
     from harness.metrics.measures import RETRIEVAL_MEASURES
     from harness.metrics.trec import read_qrels, read_run
 
     qrels = read_qrels(args.qrels)
-    trec_run, ties = read_run(args.run, ties=args.ties)
-    result = evaluate(qrels, trec_run, RETRIEVAL_MEASURES)
+    positions, ties = read_run(args.run, ties=args.ties)
+    result = evaluate_trec(qrels.judgements, positions, RETRIEVAL_MEASURES)
     aggregate = {name: mean(result.per_query, name) for name in RETRIEVAL_MEASURES}
     tied_queries = sorted(q for q in ties if q in result.per_query)
     if args.json:

@@ -55,12 +55,19 @@ class Evaluation:
 
 def evaluate(qrels: Qrels, run: Run, measures: tuple[str, ...] = RETRIEVAL_MEASURES) -> Evaluation:
     """Score a (normalised) run against qrels; every qrels query appears in the result."""
+    return evaluate_trec(qrels.judgements, to_trec_dict(run), measures)
+
+
+def evaluate_trec(judgements: dict[str, dict[str, int]], scores: dict[str, dict[str, float]],
+                  measures: tuple[str, ...] = RETRIEVAL_MEASURES) -> Evaluation:
+    """:func:`evaluate` on the mappings pytrec_eval takes, ``{qid: {docid: grade}}`` and
+    ``{qid: {docid: score}}``, for a run read from a file with no model per document."""
     for name in measures:
         if MEASURES[name].source != "trec_eval":
             raise UsageError(f"{name} is not a trec_eval measure")
     pytrec_eval = _pytrec_eval()
-    judged = {qid: docs for qid, docs in qrels.judgements.items() if docs}
-    trec_run = {qid: docs for qid, docs in to_trec_dict(run).items() if qid in judged and docs}
+    judged = {qid: docs for qid, docs in judgements.items() if docs}
+    trec_run = {qid: docs for qid, docs in scores.items() if qid in judged and docs}
     raw: dict[str, dict[str, float]] = {}
     if trec_run:
         evaluator = pytrec_eval.RelevanceEvaluator(judged, trec_measure_set(measures))

@@ -3,19 +3,24 @@
 run line:   ``qid Q0 docid rank score tag``  (6 whitespace-separated fields)
 qrels line: ``qid iter docid relevance``    (4 fields; relevance an integer)
 
-A malformed line raises InputDataError naming ``file:line`` and what was wrong.
-Blank lines and lines starting with ``#`` are skipped.
+A malformed line raises InputDataError naming ``file:line`` and what was wrong, and so does
+a control character other than tab (a NUL, a form feed, a lone ``\\r``) anywhere in the file:
+trec_eval reads ids as C strings, so a NUL inside an id would merge two ids, lose a query or
+score garbage. Blank lines and lines starting with ``#`` are skipped. Both files are streamed
+in blocks, and every check is a dict lookup or a per-line test: reading is linear in lines.
 """
 
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
 from harness.errors import InputDataError
-from harness.inputfiles import read_input_text
-from harness.model import Qrels, RankedDoc, Run
+from harness.inputfiles import iter_input_line_blocks
+from harness.model import Qrels, Run
 
 TiePolicy = Literal["trec_eval", "docid", "rank"]
 TIE_POLICIES: dict[str, str] = {
@@ -24,76 +29,111 @@ TIE_POLICIES: dict[str, str] = {
     "rank": "the file's rank column, ascending (the order the system wrote)",
 }
 
+QRELS_FIELDS = ("qid", "iter", "docid", "rel")
+RUN_FIELDS = ("qid", "Q0", "docid", "rank", "score", "tag")
 
-def _lines(path: Path) -> list[tuple[int, list[str]]]:
-    text = read_input_text(path)
-    out = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if stripped and not stripped.startswith("#"):
-            out.append((number, stripped.split()))
-    return out
+
+def _skip_or_refuse(path: Path, number: int, fields: list[str], names: tuple[str, ...], kind: str) -> None:
+    """A line that is not ``len(names)`` data fields: a blank or ``#`` line passes, any other is refused."""
+    if fields and not fields[0].startswith("#"):
+        raise InputDataError(f"{path}:{number}: {kind} line needs {len(names)} fields ({' '.join(names)}), "
+                             f"got {len(fields)}")
 
 
 def read_qrels(path: Path) -> Qrels:
     judgements: dict[str, dict[str, int]] = {}
-    for number, fields in _lines(path):
-        if len(fields) != 4:
-            raise InputDataError(f"{path}:{number}: qrels line needs 4 fields (qid iter docid rel), got {len(fields)}")
-        qid, _iteration, docid, rel = fields
-        try:
-            grade = int(rel)
-        except ValueError as e:
-            raise InputDataError(f"{path}:{number}: relevance {rel!r} is not an integer") from e
-        if grade < 0:
-            raise InputDataError(f"{path}:{number}: relevance {grade} is negative; expected a grade >= 0 "
-                                 "(0 = judged not relevant)")
-        docs = judgements.setdefault(qid, {})
-        if docid in docs and docs[docid] != grade:
-            raise InputDataError(f"{path}:{number}: {qid} {docid} judged twice with different grades")
-        docs[docid] = grade
-    return Qrels(judgements=judgements)
+    for first, lines in iter_input_line_blocks(path):
+        for offset, line in enumerate(lines):
+            fields = line.split()
+            if len(fields) != 4 or fields[0][0] == "#":
+                _skip_or_refuse(path, first + offset, fields, QRELS_FIELDS, "qrels")
+                continue
+            qid, _iteration, docid, rel = fields
+            try:
+                grade = int(rel)
+            except ValueError as e:
+                raise InputDataError(f"{path}:{first + offset}: relevance {rel!r} is not an integer") from e
+            if grade < 0:
+                raise InputDataError(f"{path}:{first + offset}: relevance {grade} is negative; expected a grade "
+                                     ">= 0 (0 = judged not relevant)")
+            docs = judgements.get(qid)
+            if docs is None:
+                docs = judgements[qid] = {}
+            if docs.setdefault(docid, grade) != grade:
+                raise InputDataError(f"{path}:{first + offset}: {qid} {docid} judged twice with different grades")
+    # Every key and grade was checked above; validating a million entries again would copy them all.
+    return Qrels.model_construct(judgements=judgements)
 
 
-def read_run(path: Path, ties: TiePolicy = "trec_eval") -> tuple[Run, dict[str, int]]:
-    """The run in the order the tie policy gives, plus {qid: tied score pairs} for reporting."""
-    rows: dict[str, list[tuple[str, int, float]]] = {}
-    for number, fields in _lines(path):
-        if len(fields) != 6:
-            raise InputDataError(
-                f"{path}:{number}: run line needs 6 fields (qid Q0 docid rank score tag), got {len(fields)}"
-            )
-        qid, _q0, docid, rank_text, score_text, _tag = fields
-        try:
-            rank = int(rank_text)
-        except ValueError as e:
-            raise InputDataError(f"{path}:{number}: rank {rank_text!r} is not an integer") from e
-        try:
-            score = float(score_text)
-        except ValueError as e:
-            raise InputDataError(f"{path}:{number}: score {score_text!r} is not a number") from e
-        if not math.isfinite(score):
-            raise InputDataError(f"{path}:{number}: score {score_text!r} is not finite")
-        if any(d == docid for d, _, _ in rows.get(qid, [])):
-            raise InputDataError(f"{path}:{number}: {qid} lists {docid} twice")
-        rows.setdefault(qid, []).append((docid, rank, score))
+# A tie policy: one query's {docid: score} and {docid: rank} (empty unless the policy reads ranks)
+# to its doc ids in ranked order. Doc ids are unique within a query, so every order is total.
+Order = Callable[[dict[str, float], dict[str, int]], Iterator[str]]
+_DOCID = operator.itemgetter(1)
 
-    ranked: dict[str, tuple[RankedDoc, ...]] = {}
+
+def _by_score_then_docid_descending(scores: dict[str, float], _ranks: dict[str, int]) -> Iterator[str]:
+    return map(_DOCID, sorted(zip(scores.values(), scores, strict=True), reverse=True))
+
+
+def _by_score_then_docid(scores: dict[str, float], _ranks: dict[str, int]) -> Iterator[str]:
+    return map(_DOCID, sorted(zip(map(operator.neg, scores.values()), scores, strict=True)))
+
+
+def _by_rank_then_docid(_scores: dict[str, float], ranks: dict[str, int]) -> Iterator[str]:
+    return map(_DOCID, sorted(zip(ranks.values(), ranks, strict=True)))
+
+
+ORDERS: dict[str, Order] = {
+    "trec_eval": _by_score_then_docid_descending,
+    "docid": _by_score_then_docid,
+    "rank": _by_rank_then_docid,
+}
+
+
+def read_run(path: Path, ties: TiePolicy = "trec_eval") -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    """``({qid: {docid: n, n-1, ..., 1}}, {qid: tied score pairs})``: the run in the order the tie policy
+    gives, as position scores (what :func:`harness.metrics.engine.evaluate_trec` takes), and the ties
+    for reporting. Linear per query: a duplicate is found by a dict lookup, one sort per query."""
+    order = ORDERS[ties]
+    scores_by_query: dict[str, dict[str, float]] = {}
+    ranks_by_query: dict[str, dict[str, int]] = {}
+    keep_ranks = ties == "rank"
+    for first, lines in iter_input_line_blocks(path):
+        for offset, line in enumerate(lines):
+            fields = line.split()
+            if len(fields) != 6 or fields[0][0] == "#":
+                _skip_or_refuse(path, first + offset, fields, RUN_FIELDS, "run")
+                continue
+            qid, _q0, docid, rank_text, score_text, _tag = fields
+            try:
+                rank = int(rank_text)
+            except ValueError as e:
+                raise InputDataError(f"{path}:{first + offset}: rank {rank_text!r} is not an integer") from e
+            try:
+                score = float(score_text)
+            except ValueError as e:
+                raise InputDataError(f"{path}:{first + offset}: score {score_text!r} is not a number") from e
+            if not math.isfinite(score):
+                raise InputDataError(f"{path}:{first + offset}: score {score_text!r} is not finite")
+            scores = scores_by_query.get(qid)
+            if scores is None:
+                scores = scores_by_query[qid] = {}
+            if docid in scores:
+                raise InputDataError(f"{path}:{first + offset}: {qid} lists {docid} twice")
+            scores[docid] = score
+            if keep_ranks:
+                ranks_by_query.setdefault(qid, {})[docid] = rank
+
+    positions: dict[str, dict[str, float]] = {}
     ties_found: dict[str, int] = {}
-    for qid, entries in rows.items():
-        if ties == "rank":
-            ordered = sorted(entries, key=lambda e: (e[1], e[0]))
-        elif ties == "docid":
-            ordered = sorted(entries, key=lambda e: (-e[2], e[0]))
-        else:
-            ordered = sorted(sorted(entries, key=lambda e: e[0], reverse=True), key=lambda e: -e[2])
-        scores = [e[2] for e in entries]
-        tied = len(scores) - len(set(scores))
+    for qid in list(scores_by_query):
+        scores = scores_by_query.pop(qid)  # dropped as it is replaced, so two copies never coexist
+        tied = len(scores) - len(set(scores.values()))
         if tied:
             ties_found[qid] = tied
-        n = len(ordered)
-        ranked[qid] = tuple(RankedDoc(doc_id=d, score=float(n - i)) for i, (d, _r, _s) in enumerate(ordered))
-    return Run(ranked=ranked), ties_found
+        ordered = order(scores, ranks_by_query.pop(qid, {}))
+        positions[qid] = dict(zip(ordered, map(float, range(len(scores), 0, -1)), strict=True))
+    return positions, ties_found
 
 
 def write_trec_run(run: Run, tag: str) -> str:
