@@ -219,10 +219,13 @@ def test_eager_state_equals_the_in_process_build_when_vectors_do_not_depend_on_b
     corpus = read_corpus("qmsum", FIXTURE, FIXTURE / "SOURCES.tsv")
     direct = build_state(tmp_path / "direct", [corpus], {"header": HashEmbedder()})
     eager = build_state(tmp_path / "eager", [corpus], {"header": HashEmbedder()}, dispatch="eager")
-    assert direct == eager
+    # one content address (ingest.json, how it ran, is checked but not addressed)
+    assert direct["contents"]["identity"] == eager["contents"]["identity"]
+    assert {k: v for k, v in direct.items() if k != "contents"} == {k: v for k, v in eager.items() if k != "contents"}
     a, b = _tree(tmp_path / "direct"), _tree(tmp_path / "eager")
     assert b.pop("ingest.json") and "ingest.json" not in a
-    assert a == b                                # state.json, store, docs.jsonl, vectors, meta: byte for byte
+    a.pop("state.json"), b.pop("state.json")     # their contents blocks name other tantivy segment files
+    assert a == b                                # store, docs.jsonl, vectors, meta: byte for byte
     assert not (tmp_path / "eager" / "shards").exists()
     record = json.loads((tmp_path / "eager" / "ingest.json").read_text())
     assert (record["dispatch"], record["files"], record["indexed"], record["failed"]) == ("eager", 4, 4, 0)

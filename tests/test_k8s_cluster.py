@@ -143,11 +143,9 @@ def release(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     tmp = tmp_path_factory.mktemp("k8s-cluster")
     corpora = _small_corpus(tmp)
     namespace = f"ragsweep-test-{uuid.uuid4().hex[:6]}"
-    expires = int(time.time()) + 4 * 3600
-    manifest = (ROOT / "manifests" / "ci-namespace.yaml").read_text().replace("${NAMESPACE}", namespace) \
-        .replace("${EXPIRES_AT}", str(expires)).replace("${PIPELINE}", "pytest")
-    subprocess.run(["kubectl", "--kubeconfig", str(cluster), "apply", "-f", "-"], input=manifest, text=True,
-                   check=True, capture_output=True)
+    # as make ci-namespace and stack/k8s/sweep.sh make theirs: created (never applied), the janitor bound inside
+    subprocess.run(["bash", str(ROOT / "stack" / "k8s" / "ci-namespace.sh"), namespace, "pytest", "4"],
+                   env={**os.environ, "KUBECONFIG": str(cluster)}, check=True, capture_output=True, text=True)
     helm = [str(BIN / "helm"), "--kubeconfig", str(cluster)]
     try:
         install = subprocess.run([*helm, "install", RELEASE, str(ROOT / "charts" / "ragsweep"), "-n", namespace,
@@ -191,6 +189,7 @@ def release(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def executor(release: Release, tmp: Path, **changes: Any) -> Any:
     """The launcher as `ragsweep sweep run --executor k8s` builds it (the release's settings and
     the state its injector built), with settings changed as a test asks."""
+    from harness.state.contents import claim_only
     from harness.sweep.executor import open_store
     from harness.sweep.k8s.executor import K8sExecutor, read_settings, state_json_key
 
@@ -201,6 +200,7 @@ def executor(release: Release, tmp: Path, **changes: Any) -> Any:
     state = tmp / "state"
     state.mkdir(exist_ok=True)
     (state / "state.json").write_bytes(store.get_bytes(state_json_key(settings)))
+    claim_only(state)  # as the launcher does: the state's files are in the cluster
     return K8sExecutor(settings, release.namespace, release.batch, release.core, store, state, timeout_s=1800)
 
 

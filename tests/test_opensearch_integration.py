@@ -29,6 +29,7 @@ from harness.index.opensearch.settle import IndexingGuard, await_settled, settle
 from harness.index.opensearch.writer import build_stack_index, bulk_index, create_index
 from harness.index.provenance import survey
 from harness.state import State
+from harness.state.contents import contents_block
 
 pytestmark = pytest.mark.integration
 
@@ -110,8 +111,9 @@ def copy_state_onto(state: State, tmp: Path, client: OpenSearchClient, names: li
         bulk_index(client, block["index"], docs[:half], {m: v[:half] for m, v in vectors.items()}, models[0])
         bulk_index(client, block["index"], docs[half:], {m: v[half:] for m, v in vectors.items()}, models[1])
     manifest = json.loads((out / "state.json").read_text())
-    manifest["stack"] = {**manifest["stack"], "index": block["index"], "state_identity": block["state_identity"],
-                         "dispatched_at": block["dispatched_at"]}
+    manifest["stack"] = {**manifest["stack"], "index": block["index"], "state_identity": block["state_identity"]}
+    (out / "build.json").write_text(json.dumps({"stack": {"dispatched_at": block["dispatched_at"]}}))
+    manifest["contents"] = contents_block(out, manifest)  # a state of its own: its claim re-recorded
     (out / "state.json").write_text(json.dumps(manifest))
     return out
 
@@ -128,7 +130,8 @@ def test_state_build_indexes_every_document(state: State, client: OpenSearchClie
     backend = OpenSearchBackend(client, stack["index"])
     assert backend.counts() == {"documents": 80, "docs_deleted": 0, "chunk_documents": 56, "digest_documents": 24,
                                 "files": 4}
-    assert stack["settle"]["segments"] == 1 and stack["settle"]["chunks"] == 56
+    settle = (state.stack_block() or {})["settle"]  # build.json: when and how long live apart from the claim
+    assert settle["segments"] == 1 and settle["chunks"] == 56
     model = meta["embedding"]["header"]["model"]
     assert stack["provenance"]["header"]["embedding_verdict"] == "uniform"
     assert stack["provenance"]["header"]["embedding_models"] == {model: 80}
@@ -325,17 +328,21 @@ def test_time_also_records_both_backends_latency_in_one_runinfo(state_path: Path
 @pytest.mark.slow
 def test_two_full_reindexes_give_byte_identical_metrics(state_path: Path, client: OpenSearchClient,
                                                         tmp_path: Path) -> None:
-    """Rebuild the same state twice (delete + index + settle each time); chunks and metrics.json identical."""
-    digests, chunks = [], []
+    """Rebuild the same state twice (delete + index + settle each time); chunks, metrics.json and the
+    state's identity identical (its dispatch time and settle polls live in build.json, apart)."""
+    digests, chunks, identities = [], [], []
     for n in (1, 2):
         out = build_stack_state(tmp_path / f"rebuild{n}")
-        stack = json.loads((out / "state.json").read_text())["stack"]
-        chunks.append((stack["files"], stack["chunk_documents"], stack["settle"]["chunks"]))
+        claim = json.loads((out / "state.json").read_text())
+        stack, settle = claim["stack"], json.loads((out / "build.json").read_text())["stack"]["settle"]
+        chunks.append((stack["files"], stack["chunk_documents"], settle["chunks"]))
+        identities.append(claim["contents"]["identity"])
         assert main(["bench", "--state", str(out), "--backend", "stack", "--control-name", "det",
                      "--out", str(tmp_path / f"bench{n}")]) == 0
         digests.append({f: _sha(tmp_path / f"bench{n}" / f) for f in ("metrics.json", "metrics.md", "run.trec")})
     assert chunks[0] == chunks[1] == (4, 56, 56)
     assert digests[0] == digests[1]
+    assert identities[0] == identities[1]
 
 
 def test_answers_on_the_stack_read_the_postgres_store_the_state_was_ingested_from(

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
+from fakes import claimed_state
 
 from harness.bench.config import BenchConfig
 from harness.cli import main
@@ -101,9 +102,7 @@ def test_a_scorer_is_torch_or_onnx_and_onnx_runs_on_the_cpu_only(tmp_path: Path,
 def test_what_scores_a_rerank_arm_is_in_its_measurement_identity(tiny: Path, tmp_path: Path) -> None:
     from harness.sweep.executor import measurement_identity
 
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "state.json").write_text('{"schema": "x"}\n')
+    state = claimed_state(tmp_path / "state")
     pool, fusion = CATALOGUE.family("pool").arm("pool-12"), CATALOGUE.family("fusion").arm("rrf-60")
     plain = measurement_identity(state, pool, tiny)
     assert plain.endswith(f"+reranker:{CrossEncoderReranker(tiny).provenance['weights_sha256']}")  # as before

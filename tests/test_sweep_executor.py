@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fakes import claimed_state
 
 from harness.cli import main
 from harness.errors import EXIT_PARTIAL
@@ -100,9 +101,7 @@ def test_the_backend_is_part_of_the_identity_and_the_default_sweep_id(tmp_path: 
     from harness.sweep.catalogue import CATALOGUE, config_hash
     from harness.sweep.executor import default_sweep_id, measurement_identity, state_identity
 
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "state.json").write_text('{"schema": "x"}\n')
+    state = claimed_state(tmp_path / "state")
     identity = state_identity(state)
     arm = CATALOGUE.family("fusion").arm("rrf-60")
     embedded, stack = (measurement_identity(state, arm, None, b) for b in ("embedded", "stack"))

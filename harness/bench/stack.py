@@ -12,7 +12,7 @@ def open_stack(state: State, url: str, knn_strategy: str, settle_timeout: float)
     """The state's OpenSearch index, settled and checked against the state's chunks."""
     from harness.retrieval.server_fusion import open_stack_session
 
-    block = state.manifest.get("stack")
+    block = state.stack_block()
     if block is None:
         raise UsageError(f"{state.path} was built without --backend stack: it has no OpenSearch index; "
                          "rebuild it with `ragsweep state build --backend stack`")

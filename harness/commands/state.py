@@ -1,8 +1,10 @@
-"""``ragsweep state build``: inject corpora and build the index once per corpus state."""
+"""``ragsweep state build``: inject corpora and build the index once per corpus state; ``state verify``:
+check a state holds what it was built with (harness.state.contents)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="stack only: mirror = tantivy's tokenizers (the embedded backend's terms); english = "
                         "OpenSearch's english analyzer (stop words, Porter1)")
     b.set_defaults(func=build)
+    v = sub.add_parser("verify", help="check every file of a state against the digests it was built with",
+                       description="Hash every file of the state and compare it with the sha256 state.json "
+                       "recorded when it was built, recompute the state's identity (its content address) and "
+                       "check each vector file's shape, dtype, finiteness and unit norm. Exit 0: the state is "
+                       "what it claims; exit 5: the first file that differs is named.")
+    v.add_argument("--state", type=Path, required=True, help="the state folder")
+    v.set_defaults(func=verify)
+
+
+def verify(args: argparse.Namespace) -> int:
+    import time
+
+    from harness.state import read_manifest
+    from harness.state.contents import verify as verify_state
+
+    started = time.perf_counter()
+    checked: list[tuple[str, str]] = []
+    identity = verify_state(args.state, read_manifest(args.state), report=checked)
+    total = sum((args.state / rel).stat().st_size for rel, _ in checked)
+    for rel, verdict in checked:
+        print(f"{verdict:<3} {rel}")
+    print(f"state {args.state}: {len(checked)} files ({total / 1e6:,.1f} MB) as built, vectors finite and of unit "
+          f"norm; identity {identity} ({time.perf_counter() - started:.2f} s)")
+    return 0
 
 
 def build(args: argparse.Namespace) -> int:
@@ -133,6 +159,7 @@ def build(args: argparse.Namespace) -> int:
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")
     if "stack" in state:
         stack = state["stack"]
+        settle = json.loads((args.out / "build.json").read_text(encoding="utf-8")).get("stack", {}).get("settle", {})
         print(f"  OpenSearch index {stack['index']} ({stack['engine']}, analysis {stack['analysis']}): "
-              f"{stack['documents']} documents, settled in {stack['settle']['polls']} polls")
+              f"{stack['documents']} documents, settled in {settle.get('polls', '?')} polls")
     return 0

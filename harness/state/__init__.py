@@ -2,7 +2,11 @@
 
 Layout of ``STATE/``::
 
-    state.json            what was built: corpora (versions, checksums), chunking, index
+    state.json            what was built: corpora (versions, checksums), chunking, index, and
+                          ``contents``: every file's sha256 and the state's identity, a content
+                          address (harness.state.contents), checked whenever the state is opened
+    build.json            when and how long (the stack's dispatch time, its settle polls): apart,
+                          so the same corpora built twice get the same identity
     corpora/<name>.json   each corpus as read into the model (the judge reads it back)
     store.sqlite          the relational store (meetings, speakers, segments)
     index/                the embedded search index (see harness.index.embedded)
@@ -29,31 +33,85 @@ from harness.index.documents import doc_from_record
 from harness.index.embedded import EmbeddedIndex
 from harness.model import Chunk, Corpus
 
-STATE_SCHEMA = "ragsweep.state/1"
+STATE_SCHEMA = "ragsweep.state/2"  # /2: state.json records what the state holds (harness.state.contents)
+BUILD_SCHEMA = "ragsweep.state-build/1"
+STACK_TIMINGS = ("dispatched_at", "settle")  # the stack block's when and how long: build.json, not state.json
+_CLAIM_KEYS = ("schema", "corpora", "chunking", "index", "contents")
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """``STATE/state.json``, parsed and shaped like a state's claim (IntegrityError, one line, naming the
+    file and what is wrong)."""
+    manifest_path = path / "state.json"
+    if not path.is_dir():
+        raise IntegrityError(f"{path}: not a state folder; run `ragsweep state build` first")
+    if not manifest_path.is_file():
+        raise IntegrityError(f"{path}: not a state (no state.json); run `ragsweep state build` first")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise IntegrityError(f"{manifest_path}: not JSON ({e}); the state is damaged: rebuild it") from e
+    except OSError as e:
+        raise IntegrityError(f"{manifest_path}: cannot be read ({e.strerror})") from e
+    if not isinstance(manifest, dict):
+        raise IntegrityError(f"{manifest_path}: not a JSON object; the state is damaged: rebuild it")
+    if manifest.get("schema") != STATE_SCHEMA:
+        raise IntegrityError(f"{manifest_path}: schema {manifest.get('schema')!r}, expected {STATE_SCHEMA}; "
+                             "rebuild the state with `ragsweep state build --force`")
+    missing = [k for k in _CLAIM_KEYS if k not in manifest]
+    if missing:
+        raise IntegrityError(f"{manifest_path}: no {missing[0]!r}; the state is damaged: rebuild it")
+    return manifest
+
+
+def verified_identity(path: Path) -> str:
+    """The state's content address, once every file has been checked against it (exit 5 naming the first
+    that differs; once per process)."""
+    from harness.state.contents import verify
+
+    return verify(path, read_manifest(path))
 
 
 @dataclass
 class State:
-    """An opened, read-only corpus state."""
+    """An opened, read-only corpus state, verified against what it was built with."""
 
     path: Path
     manifest: dict[str, Any]
     corpora: list[Corpus]
     index: EmbeddedIndex
+    identity: str = ""
 
     @classmethod
     def open(cls, path: Path) -> State:
-        manifest_path = path / "state.json"
-        if not manifest_path.is_file():
-            raise IntegrityError(f"{path}: not a state (no state.json); run `ragsweep state build` first")
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        if manifest.get("schema") != STATE_SCHEMA:
-            raise IntegrityError(f"{manifest_path}: schema {manifest.get('schema')!r}, expected {STATE_SCHEMA}")
-        corpora = [
-            Corpus.model_validate_json((path / "corpora" / f"{c['name']}.json").read_text(encoding="utf-8"))
-            for c in manifest["corpora"]
-        ]
-        return cls(path=path, manifest=manifest, corpora=corpora, index=EmbeddedIndex(path / "index"))
+        from harness.state.contents import verify
+
+        manifest = read_manifest(path)
+        identity = verify(path, manifest)
+        corpora = []
+        for c in manifest["corpora"]:
+            file = path / "corpora" / f"{c['name']}.json"
+            try:
+                corpora.append(Corpus.model_validate_json(file.read_text(encoding="utf-8")))
+            except (ValueError, OSError) as e:  # verified above: only a state built wrong gets here
+                raise IntegrityError(f"{file}: not a corpus ({str(e).splitlines()[0]}); rebuild the state") from e
+        return cls(path=path, manifest=manifest, corpora=corpora, index=EmbeddedIndex(path / "index"),
+                   identity=identity)
+
+    def build_record(self) -> dict[str, Any]:
+        """``build.json``: when and how long (not part of the identity); empty when absent."""
+        try:
+            record = json.loads((self.path / "build.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return record if isinstance(record, dict) else {}
+
+    def stack_block(self) -> dict[str, Any] | None:
+        """The state's OpenSearch block, with its dispatch time from build.json (the settle check reads it)."""
+        block = self.manifest.get("stack")
+        if block is None:
+            return None
+        return {**block, **(self.build_record().get("stack") or {})}
 
     def chunks(self) -> list[Chunk]:
         return [doc_from_record(d).chunk() for d in self.index.docs if d["doc_type"] == "chunk"]

@@ -24,7 +24,8 @@ from harness.index.embedcache import CachingEmbedder
 from harness.index.embedded import build_index
 from harness.index.ingest.messages import Endpoints, StoreEngine
 from harness.model import Corpus
-from harness.state import STATE_SCHEMA
+from harness.state import BUILD_SCHEMA, STACK_TIMINGS, STATE_SCHEMA
+from harness.state.contents import contents_block
 from harness.state.ingest import Dispatch, build_state_index
 from harness.state.stack import index_state
 from harness.store.sqlite import SqliteStore
@@ -140,12 +141,18 @@ def build_state(
                                            "embedding", "backend")},
         }
         # -- --backend stack: the same documents and vectors into OpenSearch too (docs/opensearch.md) --
+        build: dict[str, Any] = {"schema": BUILD_SCHEMA}
         if backend == "stack":
             state["backend"] = "stack"
-            state["stack"] = index_state(tmp / "index", state, analysis=stack_analysis,  # type: ignore[arg-type]
-                                         url=opensearch_url)
+            block = index_state(tmp / "index", state, analysis=stack_analysis,  # type: ignore[arg-type]
+                                url=opensearch_url)
+            # when it was dispatched and how long it took to settle: not what the state holds
+            build["stack"] = {k: block.pop(k) for k in STACK_TIMINGS if k in block}
+            state["stack"] = block
         elif backend != "embedded":
             raise UsageError(f"--backend {backend!r}: expected embedded or stack")
+        state["contents"] = contents_block(tmp, state)
+        (tmp / "build.json").write_text(json.dumps(build, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         (tmp / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         check_destination(out, force=force, marker="state.json", kind="state")  # it may have changed meanwhile
         swap_in(tmp, out)

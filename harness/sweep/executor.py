@@ -20,7 +20,6 @@ same state is the same sweep, which is what makes a rerun a resume.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -33,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.errors import InputDataError, IntegrityError, UsageError
+from harness.errors import InputDataError, UsageError
 from harness.model import BACKENDS
 from harness.objectstore import ArtefactStore, open_store
 from harness.sweep.catalogue import (
@@ -53,11 +52,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def state_identity(state: Path) -> str:
-    """sha256 of the state's state.json: what the arms are measured on."""
-    manifest = state / "state.json"
-    if not manifest.is_file():
-        raise IntegrityError(f"{state}: not a state (no state.json); run `ragsweep state build` first")
-    return hashlib.sha256(manifest.read_bytes()).hexdigest()
+    """The state's content address (harness.state.contents), once its files have been checked against
+    it: what the arms are measured on. A state whose files changed is refused (exit 5), never reused."""
+    from harness.state import verified_identity
+
+    return verified_identity(state)
 
 
 def check_backend(backend: str) -> str:

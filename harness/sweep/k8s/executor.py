@@ -39,6 +39,7 @@ from typing import Any
 
 from harness.errors import EXIT_PARTIAL, UsageError
 from harness.objectstore import StorageError
+from harness.state.contents import claim_only
 from harness.sweep.catalogue import Arm, config_hash
 from harness.sweep.executor import (
     ArmOutcome,
@@ -332,6 +333,7 @@ def run_from_args(args: Any, release: Release) -> int:
     with tempfile.TemporaryDirectory(prefix="ragsweep-k8s-state-") as tmp:
         state = Path(tmp)
         (state / "state.json").write_bytes(store.get_bytes(state_json_key(settings)))
+        claim_only(state)  # the files are in the cluster: each Job verifies the state it opens
         identity = state_identity(state)
         local = Path(args.state) if args.state is not None else None
         if local is not None and (local / "state.json").is_file() and state_identity(local) != identity:
