@@ -229,3 +229,24 @@ def test_vectors_replaced_after_a_complete_sweep_are_refused_not_reused(
         LocalExecutor(state=state, store_spec=str(store), workers=1, quiet=True).run(
             [*arms, fusion["norm-minmax-arith"]], "s1")
     assert sorted(p.relative_to(store).as_posix() for p in store.rglob("*") if p.is_file()) == before
+
+
+def test_a_read_only_state_opens_and_measures(state: Path) -> None:
+    """A state is documented as opened read-only; tantivy takes a lock file beside its index even to read it,
+    so a read-only folder failed with an internal error. chattr +i makes a folder read-only even for root
+    (CI runs as root, which ignores permission bits)."""
+    import subprocess
+
+    for lock in (state / "index" / "tantivy").glob(".tantivy-*.lock"):
+        lock.unlink()
+    folders = [state, state / "index", state / "index" / "tantivy", state / "corpora"]
+    made = subprocess.run(["chattr", "+i", *map(str, folders)], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"chattr +i is not available here ({made.stderr.strip()}): cannot make a folder read-only")
+    try:
+        with pytest.raises(OSError):
+            (state / "index" / "tantivy" / "probe").write_text("x")
+        opened = State.open(state)
+        assert opened.index.bm25("budget", 3)
+    finally:
+        subprocess.run(["chattr", "-i", *map(str, folders)], check=True)

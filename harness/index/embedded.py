@@ -147,6 +147,31 @@ def build_index(
     return meta
 
 
+def _open_tantivy(folder: Path) -> Any:
+    """tantivy's index at ``folder``. tantivy takes a lock file beside the index even to read it, so an index
+    in a read-only folder (a read-only mount, a state shared read-only) is opened from a private copy
+    of its files, removed when the process ends: a state is documented as opened read-only."""
+    import atexit
+    import tempfile
+
+    import tantivy
+
+    try:
+        return tantivy.Index.open(str(folder))
+    except ValueError as e:
+        if "Lockfile" not in str(e):
+            raise IntegrityError(f"{folder}: tantivy cannot open it ({e}); rebuild the state") from e
+    copy = Path(tempfile.mkdtemp(prefix="ragsweep-tantivy-"))
+    atexit.register(shutil.rmtree, copy, True)
+    for file in folder.iterdir():
+        if file.is_file() and not file.name.endswith(".lock"):
+            shutil.copyfile(file, copy / file.name)
+    try:
+        return tantivy.Index.open(str(copy))
+    except ValueError as e:
+        raise IntegrityError(f"{folder}: tantivy cannot open it ({e}); rebuild the state") from e
+
+
 def top_by_score_then_row(scores: np.ndarray, k: int) -> list[int]:
     """Positions of the ``k`` highest ``scores``, ordered by score descending, then position.
 
@@ -170,8 +195,6 @@ class EmbeddedIndex:
     """A built index, opened read-only."""
 
     def __init__(self, path: Path) -> None:
-        import tantivy
-
         meta_path = path / "meta.json"
         if not meta_path.is_file():
             raise IntegrityError(f"{path}: not an index folder (no meta.json); build the state first")
@@ -188,7 +211,7 @@ class EmbeddedIndex:
                     raise InputDataError(f"{path / 'docs.jsonl'}:{n}: {e.msg}") from e
         if len(self.docs) != self.meta["documents"]:
             raise IntegrityError(f"{path}: docs.jsonl has {len(self.docs)} rows, meta says {self.meta['documents']}")
-        self._index = tantivy.Index.open(str(path / "tantivy"))
+        self._index = _open_tantivy(path / "tantivy")
         self._searcher = self._index.searcher()
         self._vectors: dict[str, np.ndarray] = {}
         # (embedded text, doc type) -> the rows of that plane and their vectors, gathered once
