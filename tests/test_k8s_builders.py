@@ -413,10 +413,39 @@ def test_the_janitor_may_delete_only_the_namespaces_ci_namespace_bound_it_into()
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                   "name": "ragsweep-ci-janitor-delete"}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "ragsweep-ci-janitor", "namespace": "ci-system"}]
+    script = (ROOT / "stack" / "k8s" / "ci-namespace.sh").read_text()
+    assert '"$ROOT/manifests/ci-namespace.yaml" | "${kubectl[@]}" create -f -' in script
+    assert script.count(" apply -f -") == 1 and "ci-janitor-binding.yaml" in script  # apply would adopt a namespace
+
+
+def test_every_ci_namespace_is_made_by_the_one_script() -> None:
+    """make ci-namespace, stack/k8s/sweep.sh (so KEEP=1 namespaces expire too) and the cluster test all make
+    their namespace with stack/k8s/ci-namespace.sh; none fills manifests/ci-namespace.yaml itself."""
     makefile = (ROOT / "Makefile.k8s").read_text()
-    recipe = makefile[makefile.index("\nci-namespace:"):makefile.index("\nci-janitor:")]
-    assert "create -f -" in recipe and "apply -f -" in recipe and "ci-janitor-binding.yaml" in recipe
-    assert "manifests/ci-namespace.yaml | $(KUBECTL) apply" not in recipe  # apply would adopt an existing one
+    callers = {"make ci-namespace": makefile[makefile.index("\nci-namespace:"):makefile.index("\nci-janitor:")],
+               "stack/k8s/sweep.sh": (ROOT / "stack" / "k8s" / "sweep.sh").read_text(),
+               "tests/test_k8s_cluster.py": (ROOT / "tests" / "test_k8s_cluster.py").read_text()}
+    for caller, text in callers.items():
+        assert re.search(r"stack.{1,10}k8s.{1,10}ci-namespace\.sh", text), caller
+        assert "ci-namespace.yaml" not in text, caller
+
+
+@pytest.mark.parametrize(("argv", "complaint"), [
+    (["Ragsweep-CI", "p1", "4"], "NAMESPACE 'Ragsweep-CI' is not a DNS-1123 label"),
+    (["ns/../x", "p1", "4"], "NAMESPACE 'ns/../x' is not a DNS-1123 label"),
+    (["ragsweep-ci-1", "p 1", "4"], "PIPELINE 'p 1' is not a label value"),
+    (["ragsweep-ci-1", "p1", "4h"], "TTL_HOURS '4h' is not a whole number of hours"),
+    (["ragsweep-ci-1", "p1"], "usage: stack/k8s/ci-namespace.sh NAMESPACE PIPELINE TTL_HOURS"),
+])
+def test_ci_namespace_refuses_bad_arguments_before_kubectl(argv: list[str], complaint: str, tmp_path: Path) -> None:
+    import subprocess
+
+    absent = tmp_path / "kubectl"  # never created: reaching kubectl would fail with exit 1, not 2
+    done = subprocess.run(["bash", str(ROOT / "stack" / "k8s" / "ci-namespace.sh"), *argv],
+                          env={"PATH": "/usr/bin:/bin", "KUBECTL": str(absent)}, capture_output=True, text=True,
+                          timeout=30)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.startswith(f"ci-namespace: {complaint}") and done.stderr.count("\n") == 1, done.stderr
 
 
 def test_the_janitor_runs_by_digest_only(tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# One sweep on Kubernetes, end to end: an ephemeral namespace (restricted Pod Security, an
-# expiry label the janitor honours), `helm install` of charts/ragsweep with the images' digests,
-# the corpora uploaded to the release's object store, the injector Job (inject + index + settle
-# through the Celery workers), one Job per arm, the collector Job, comparison.md downloaded to
-# var/sweeps/<sweep id>/, then the release and the namespace removed (KEEP=1 keeps them).
+# One sweep on Kubernetes, end to end: an ephemeral namespace made by stack/k8s/ci-namespace.sh
+# (restricted Pod Security, an expiry label and the janitor's RoleBinding; an existing namespace is
+# refused, exit 3, unless that script made it for the same PIPELINE), `helm install` of
+# charts/ragsweep with the images' digests, the corpora uploaded to the release's object store,
+# the injector Job (inject + index + settle through the Celery workers), one Job per arm, the
+# collector Job, comparison.md downloaded to var/sweeps/<sweep id>/, then the release and the
+# namespace removed (KEEP=1 keeps them; the janitor deletes them once they expire).
 #
 #   stack/k8s/sweep.sh CORPORA_DIR ARMS        (make sweep ARMS=fusion EXECUTOR=k8s calls it)
 #
@@ -12,7 +14,9 @@
 # stack/k8s/no-gpu-values.yaml: the single node has no GPU), RERANKER (a reranker folder, for
 # families with a rerank stage: pushed to the object store, fetched by their pods),
 # IMAGES_VALUES (default var/images/values.yaml, written by make images), CORPUS_NAMES
-# (default synthetic), KEEP=1, NAMESPACE (default ragsweep-<hash of the corpora>-<time>),
+# (default synthetic), KEEP=1, NAMESPACE (default ragsweep-<hash of the corpora>-<time>), PIPELINE
+# (the namespace's ragsweep.io/pipeline label; default sweep-<hash of the corpora>; make sweep-k8s
+# passes its PIPELINE, so a namespace from make ci-namespace for the same pipeline is used as it is),
 # BACKENDS (default "stack": the arms search the release's OpenSearch; "stack embedded" runs the
 # arms a second time on the state's own index, in the same release: `helm upgrade` of
 # jobs.backend, one injector for both). The state the injector built is downloaded to
@@ -57,11 +61,10 @@ fi
 state_key=$(find "$CORPORA" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-10)
 NAMESPACE=${NAMESPACE:-ragsweep-$state_key-$(date +%s | tail -c 7)}
 LOGDIR=$ROOT/var/k8s-sweeps/$NAMESPACE
-mkdir -p "$LOGDIR"
 values_args=()
 for v in $VALUES "$IMAGES_VALUES"; do values_args+=(-f "$v"); done
 
-pf=""; watcher=""
+pf=""; watcher=""; ours=0
 cleanup() {
   local rc=$?
   if [[ -n $pf ]]; then
@@ -69,7 +72,9 @@ cleanup() {
     kill "$pf" 2>/dev/null || true; [[ -n $kids ]] && kill $kids 2>/dev/null || true
   fi
   [[ -n $watcher ]] && kill "$watcher" 2>/dev/null || true
-  if [[ ${KEEP:-0} == 1 ]]; then
+  if [[ $ours != 1 ]]; then
+    :  # refused or never made: not this sweep's namespace, nothing to tear down
+  elif [[ ${KEEP:-0} == 1 ]]; then
     say "KEEP=1: namespace $NAMESPACE kept (helm uninstall $RELEASE -n $NAMESPACE; kubectl delete namespace $NAMESPACE)"
   else
     say "tearing down: helm uninstall, namespace $NAMESPACE deleted"
@@ -82,10 +87,13 @@ cleanup() {
 trap cleanup EXIT
 
 started=$SECONDS
-expires=$(($(date +%s) + TTL_HOURS * 3600))
-sed -e "s/\${NAMESPACE}/$NAMESPACE/" -e "s/\${EXPIRES_AT}/$expires/" -e "s/\${PIPELINE}/sweep-$state_key/" \
-  manifests/ci-namespace.yaml | kubectl apply -f - >/dev/null
-say "namespace $NAMESPACE (restricted Pod Security, expires $(date -d "@$expires" -u +%FT%TZ)); logs in $LOGDIR"
+# As make ci-namespace: created, never applied (an existing namespace not made for this PIPELINE is
+# refused, exit 3, and left alone), labelled to expire, with the janitor's RoleBinding inside, so
+# one kept with KEEP=1 still goes once it expires.
+bash stack/k8s/ci-namespace.sh "$NAMESPACE" "${PIPELINE:-sweep-$state_key}" "$TTL_HOURS" >&2 || exit
+ours=1
+mkdir -p "$LOGDIR"
+say "namespace $NAMESPACE (restricted Pod Security); logs in $LOGDIR"
 images_columns='POD:.metadata.name,PHASE:.status.phase,CONTAINERS:.status.containerStatuses[*].name,IMAGE_IDS:.status.containerStatuses[*].imageID'
 (while sleep 20; do
   { date -u +%FT%TZ; kubectl -n "$NAMESPACE" get pods -o wide 2>&1; echo; } >>"$LOGDIR/pods.log"
