@@ -462,6 +462,22 @@ def test_the_collector_job_runs_as_the_collector_account(scenario: tuple[Path, l
     assert arm["spec"]["template"]["spec"]["serviceAccountName"] == "rs-ragsweep-arm" and "rs-ragsweep-arm" in accounts
 
 
+def test_every_workload_runs_as_its_own_account(scenario: tuple[Path, list[dict[str, Any]]]) -> None:
+    """One ServiceAccount per component, named after it, with no token: a Role later bound to one account
+    (or to the namespace's `default`) reaches that component alone. The only other account is the
+    launcher's, and no account is left unused."""
+    path, docs = scenario
+    accounts = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ServiceAccount"}
+    wrong = [f"{where} ({labels['app.kubernetes.io/component']}): {spec.get('serviceAccountName', 'default')}"
+             for where, labels, spec in _release_pods(docs, path)
+             if spec.get("serviceAccountName") != f"rs-ragsweep-{labels['app.kubernetes.io/component']}"
+             or spec.get("automountServiceAccountToken") is not False]
+    assert not wrong, wrong
+    used = {spec["serviceAccountName"] for _, _, spec in _release_pods(docs, path)}
+    assert set(accounts) == used | {"rs-ragsweep-launcher"}
+    assert all(a["automountServiceAccountToken"] is False for a in accounts.values())
+
+
 def test_every_container_is_non_root_on_a_read_only_root(scenario: tuple[Path, list[dict[str, Any]]]) -> None:
     path, docs = scenario
     for where, _, spec in _release_pods(docs, path):
