@@ -199,10 +199,12 @@ def _run_forked(args: argparse.Namespace, store: Any, group: Any, pending: list[
     import os
 
     from harness.sweep.executor import open_store
+    from harness.sweep.procs import die_with_parent
 
     positioned = list(enumerate(pending))
     shares = [positioned[k::processes] for k in range(processes)]
     children: list[int] = []
+    parent = os.getpid()
     for process, share in enumerate(shares[1:], start=1):
         sys.stdout.flush()
         sys.stderr.flush()
@@ -211,6 +213,7 @@ def _run_forked(args: argparse.Namespace, store: Any, group: Any, pending: list[
             code = EXIT_INTERNAL
             group.process = process
             try:
+                die_with_parent(parent)  # a sweep that stops (or is killed) stops this process too
                 failed = _run_share(args, open_store(args.store, args.s3_endpoint), group, share)
                 code = failed[0] if failed else 0
             except BaseException as e:  # the store would not open: the parent reports the arms unpublished

@@ -131,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.errors import EXIT_PARTIAL, UsageError
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import LocalExecutor, catalogue_for, collect_sweep, open_store, process_seconds
+    from harness.sweep.procs import absolute_store, lock_out
 
     args = _settled(args)
     if args.executor == "k8s":
@@ -145,30 +146,35 @@ def run(args: argparse.Namespace) -> int:
                   "(RAGSWEEP_RERANK_CACHE=/tmp/rerank-cache), for that pod only", file=sys.stderr)
 
         return run_from_args(args, _release())
+    # the arm processes run from the checkout: every path they are given is the caller's, made absolute
+    args.state, args.out = args.state.resolve(), absolute_store(args.out)
+    args.reranker = args.reranker.resolve() if args.reranker else None
     catalogue = catalogue_for(args.manifest)
     arms = select_arms(catalogue, args.arms)
     if not args.latency and catalogue.gate.latency is not None:
         raise UsageError(f"--no-latency: the gate has a latency budget ({catalogue.gate.latency.describe()}), whose "
                          "verdict needs the interleaved measurement; drop the flag, or the budget from the manifest")
     sweep_id = _sweep_id(args)
-    executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
-                             s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
-                             share_legs=args.share_legs, rerank_cache=rerank_cache_from_args(args),
-                             rerank_backend=rerank_scorer_from_args(args)[0],
-                             rerank_device=rerank_device_from_args(args))
-    report = executor.run(arms, sweep_id)
-    if args.latency:
-        _measure_latency(args, sweep_id, [o.arm for o in report.outcomes if o.status != "failed"], catalogue,
-                         ran_any=any(o.status == "published" for o in report.outcomes))
-    key = collect_sweep(open_store(args.out, args.s3_endpoint), sweep_id, args.arms, args.manifest)
-    ran = [o for o in report.outcomes if o.status == "published"]
-    print(f"sweep {sweep_id}: {len(ran)} run, {sum(o.status == 'skipped' for o in report.outcomes)} skipped, "
-          f"{len(report.failed)} failed; wall {report.wall_seconds:.1f}s, sum of process times "
-          f"{process_seconds(ran, report.legs_seconds):.1f}s on {args.workers} workers")
-    for outcome in report.failed:
-        print(f"  failed: {outcome.arm.name}: {outcome.message}", file=sys.stderr)
-    _print_comparison(args.out, key)
-    return EXIT_PARTIAL if report.failed else 0
+    # one sweep at a time on this --out, from its arms to its collection (harness.sweep.procs)
+    with lock_out(args.out):
+        executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
+                                 s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
+                                 share_legs=args.share_legs, rerank_cache=rerank_cache_from_args(args),
+                                 rerank_backend=rerank_scorer_from_args(args)[0],
+                                 rerank_device=rerank_device_from_args(args))
+        report = executor.run(arms, sweep_id)
+        if args.latency:
+            _measure_latency(args, sweep_id, [o.arm for o in report.outcomes if o.status != "failed"], catalogue,
+                             ran_any=any(o.status == "published" for o in report.outcomes))
+        key = collect_sweep(open_store(args.out, args.s3_endpoint), sweep_id, args.arms, args.manifest)
+        ran = [o for o in report.outcomes if o.status == "published"]
+        print(f"sweep {sweep_id}: {len(ran)} run, {sum(o.status == 'skipped' for o in report.outcomes)} skipped, "
+              f"{len(report.failed)} failed; wall {report.wall_seconds:.1f}s, sum of process times "
+              f"{process_seconds(ran, report.legs_seconds):.1f}s on {args.workers} workers")
+        for outcome in report.failed:
+            print(f"  failed: {outcome.arm.name}: {outcome.message}", file=sys.stderr)
+        _print_comparison(args.out, key)
+        return EXIT_PARTIAL if report.failed else 0
 
 
 def _measure_latency(args: argparse.Namespace, sweep_id: str, arms: list[Arm], catalogue: Catalogue, *,

@@ -25,7 +25,6 @@ import logging
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from typing import Protocol
 from harness.errors import InputDataError, UsageError
 from harness.model import BACKENDS
 from harness.objectstore import ArtefactStore, open_store
+from harness.sweep import procs
 from harness.sweep.catalogue import (
     CATALOGUE,
     Arm,
@@ -158,6 +158,12 @@ class LocalExecutor:
     rerank_device: str = "cpu"  # what runs the cross-encoder in every group process (harness.retrieval.rerank)
     rerank_backend: str = "torch"  # torch, or onnx: onnxruntime on the CPU (harness.retrieval.rerank)
 
+    def __post_init__(self) -> None:
+        # the processes run from the checkout (cwd=ROOT): a relative path is the caller's, made absolute
+        self.state, self.store_spec = self.state.resolve(), procs.absolute_store(self.store_spec)
+        self.reranker = self.reranker.resolve() if self.reranker else None
+        self.rerank_cache = self.rerank_cache.resolve() if self.rerank_cache else None
+
     def _common(self, module: str, arms: Sequence[Arm], sweep_id: str) -> list[str]:
         specs = [arm.model_dump(exclude_none=True) for arm in arms]
         command = [sys.executable, "-m", module, "--state", str(self.state), "--store", self.store_spec,
@@ -184,8 +190,7 @@ class LocalExecutor:
                 # when there are more than cores: two torch processes of 2 threads on 2 cores scored 11
                 # pairs/s between them, of 1 thread 82; onnxruntime 78 and 118: docs/sweeps.md)
                 command += ["--rerank-threads", str(max(1, (os.cpu_count() or 1) // self.workers))]
-        # the processes run from the checkout (cwd=ROOT): a relative cache is the caller's, made absolute
-        command += ["--rerank-cache", str(self.rerank_cache.resolve()) if self.rerank_cache else "none"]
+        command += ["--rerank-cache", str(self.rerank_cache) if self.rerank_cache else "none"]
         return command
 
     def _tasks(self, group: ArmGroup, sweep_id: str, spread: int, store: ArtefactStore,
@@ -240,9 +245,13 @@ class LocalExecutor:
         scorer = (self.rerank_backend, self.rerank_device)
         digests = [config_hash(arm, measurement_identity(self.state, arm, self.reranker, self.backend, scorer))
                    for arm in arms]
+        # one sweep at a time on this --out (harness.sweep.procs), held before it reads what is complete
+        with procs.lock_out(self.store_spec) as lock:
+            return self._run(arms, sweep_id, digests, lock, started)
+
+    def _run(self, arms: Sequence[Arm], sweep_id: str, digests: list[str], lock: procs.OutLock | None,
+             started: float) -> SweepReport:
         store = open_store(self.store_spec, self.s3_endpoint)
-        if self.catalogue is not None:
-            publish_catalogue(store, sweep_id, self.catalogue)
         report = SweepReport(sweep_id=sweep_id)
         pending: list[Arm] = []
         for arm, digest in zip(arms, digests, strict=True):
@@ -264,7 +273,6 @@ class LocalExecutor:
                   + (f", each group's arms over up to {spread} processes" if spread > 1 else ""))
         running: dict[str, tuple[_Task, subprocess.Popen[bytes], float, Path]] = {}
         finished: dict[str, str] = {}  # legs task -> "" when it succeeded, else why not
-        logs = Path(tempfile.gettempdir())
         done = 0
 
         def record(task: _Task, outcomes: list[ArmOutcome]) -> None:
@@ -278,44 +286,51 @@ class LocalExecutor:
                 else:
                     self._say(f"  [{done}/{len(pending)}] {outcome.arm.name} FAILED ({outcome.message})")
 
-        while queue or running:
-            for task in list(queue):
-                if len(running) >= self.workers:
-                    break
-                if task.after is not None and task.after not in finished:
-                    continue  # its legs are still being fetched
-                queue.remove(task)
-                if task.after is not None and finished[task.after]:
-                    why = f"not run: its group's legs process failed: {finished[task.after]}"
-                    for arm in task.arms:  # named in the store, as an arm that failed is, for the collector
-                        publish_failure(store, sweep_id, arm, digest_of[arm.name], why)
-                    record(task, [ArmOutcome(arm, "failed", 0.0, why, len(task.arms)) for arm in task.arms])
-                    continue
-                safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in task.name)
-                log = logs / f"ragsweep-{sweep_id}-{safe}.log"
-                with log.open("wb") as fh:
-                    # The process inherits this process's environment; under `python -m` the working
-                    # directory leads sys.path, so cwd=ROOT imports jobs and harness from this checkout.
-                    proc = subprocess.Popen(task.command, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
-                running[task.name] = (task, proc, time.perf_counter(), log)
-            time.sleep(0.2)
-            for name in list(running):
-                task, proc, t0, log = running[name]
-                code = proc.poll()
-                if code is None:
-                    continue
-                del running[name]
-                seconds = time.perf_counter() - t0
-                if not task.arms:
-                    report.legs_seconds += seconds
-                    finished[name] = "" if code == 0 else f"{name}: exit {code}: {_last_line(log)}; log {log}"
-                    self._say(f"  {name}: {'published' if code == 0 else 'FAILED'} in {seconds:.1f}s")
-                    continue
-                record(task, [self._outcome(store, sweep_id, arm, digest_of[arm.name], code, log, seconds,
-                                            len(task.arms)) for arm in task.arms])
+        with procs.LogFolder.for_sweep(self.store_spec, sweep_id, [t.name for t in queue]) as logs, \
+                procs.exit_on_sigterm():
+            if self.catalogue is not None:  # written once its logs are known not to be links
+                publish_catalogue(store, sweep_id, self.catalogue)
+            try:
+                while queue or running:
+                    for task in list(queue):
+                        if len(running) >= self.workers:
+                            break
+                        if task.after is not None and task.after not in finished:
+                            continue  # its legs are still being fetched
+                        queue.remove(task)
+                        if task.after is not None and finished[task.after]:
+                            why = f"not run: its group's legs process failed: {finished[task.after]}"
+                            for arm in task.arms:  # named in the store, as an arm that failed is, for the collector
+                                publish_failure(store, sweep_id, arm, digest_of[arm.name], why)
+                            record(task, [ArmOutcome(arm, "failed", 0.0, why, len(task.arms)) for arm in task.arms])
+                            continue
+                        with logs.open(task.name) as fh:
+                            # Under `python -m` the working directory leads sys.path, so cwd=ROOT imports jobs
+                            # and harness from this checkout (every path the command names is absolute).
+                            proc = procs.start(task.command, fh, ROOT, lock)
+                        running[task.name] = (task, proc, time.perf_counter(), logs.path(task.name))
+                    time.sleep(0.2)
+                    for name in list(running):
+                        task, proc, t0, log_path = running[name]
+                        code = proc.poll()
+                        if code is None:
+                            continue
+                        del running[name]
+                        seconds = time.perf_counter() - t0
+                        if not task.arms:
+                            report.legs_seconds += seconds
+                            finished[name] = ("" if code == 0 else
+                                              f"{name}: exit {code}: {_last_line(log_path)}; log {log_path}")
+                            self._say(f"  {name}: {'published' if code == 0 else 'FAILED'} in {seconds:.1f}s")
+                            continue
+                        record(task, [self._outcome(store, sweep_id, arm, digest_of[arm.name], code, log_path,
+                                                    seconds, len(task.arms)) for arm in task.arms])
+            finally:  # stopped (SIGTERM, Ctrl-C) or refused: no arm process outlives the sweep
+                if running:
+                    log.warning("stopping %d arm processes of sweep %s", len(running), sweep_id)
+                    procs.stop([proc for _, proc, _, _ in running.values()])
         report.wall_seconds = time.perf_counter() - started
         return report
-
 
     @staticmethod
     def _outcome(store: ArtefactStore, sweep_id: str, arm: Arm, digest: str, code: int, log: Path,
