@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from harness import __version__
-from harness.errors import EXIT_INTERNAL, HarnessError
+from harness.errors import EXIT_INTERNAL, HarnessError, one_line
 
 # name -> module that defines it (registration order is the order --help prints)
 COMMANDS: dict[str, str] = {
@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ragsweep",
         description="Measure whether a retrieval change finds the right evidence in meeting transcripts.",
         epilog="Exit codes: 0 ok, 1 internal error, 2 usage, 3 refused to write results, "
-        "4 invalid input data, 5 integrity, 6 licence, 7 validation, 8 sweep finished with failed arms.",
+        "4 invalid input data, 5 integrity, 6 licence, 7 validation, 8 sweep finished with failed arms, "
+        "9 storage (an output that cannot be written, or an object store that refused).",
     )
     parser.add_argument("--version", action="version", version=f"ragsweep {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -115,7 +116,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return int(args.func(args) or 0)
     except HarnessError as e:
-        print(f"ragsweep: error: {e}", file=sys.stderr)
+        print(f"ragsweep: error: {one_line(str(e))}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("ragsweep: interrupted", file=sys.stderr)
@@ -123,7 +124,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:
-        print(f"ragsweep: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"ragsweep: internal error: {type(e).__name__}: {one_line(str(e))}", file=sys.stderr)
         return EXIT_INTERNAL
 
 

@@ -15,15 +15,15 @@ import sys
 from collections.abc import Callable, Sequence
 
 from harness.cli import logging_to_stderr
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line
 
 
 def entrypoint(prog: str, body: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None) -> int:
     """Run a job's ``body`` with logging configured once, as the CLI does (a library warning reads
-    ``PROG: warning: ...``); a HarnessError is one ``PROG: error: ...`` line and its exit code."""
+    ``PROG: warning: ...``); a HarnessError is one ``PROG: error: ...`` line (secrets masked) and its exit code."""
     with logging_to_stderr(prog=prog):
         try:
             return body(argv)
         except HarnessError as e:
-            print(f"{prog}: error: {e}", file=sys.stderr)
+            print(f"{prog}: error: {one_line(str(e))}", file=sys.stderr)
             return e.exit_code

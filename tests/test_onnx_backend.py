@@ -141,13 +141,14 @@ def test_without_onnxruntime_the_onnx_backend_is_a_one_line_usage_error(monkeypa
 
 def test_the_setting_is_the_flags_twin(monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.commands.settings import settings
+    from harness.errors import UsageError
 
     monkeypatch.delenv("RAGSWEEP_EMBEDDING_BACKEND", raising=False)
     assert settings().embedding_backend == "torch"
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_BACKEND", "onnx")
     assert settings().embedding_backend == "onnx"
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_BACKEND", "tensorrt")
-    with pytest.raises(ValueError, match="torch"):
+    with pytest.raises(UsageError, match=r"^RAGSWEEP_EMBEDDING_BACKEND='tensorrt': Input should be 'torch' or 'onnx'"):
         settings()
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.commands.settings import settings
+from harness.errors import UsageError
 
 
 def test_settings_read_the_ragsweep_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -28,9 +29,12 @@ def test_unset_variables_are_the_entrypoints_old_defaults(monkeypatch: pytest.Mo
 
 
 def test_a_backend_outside_the_one_type_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One line naming the variable (a usage error, exit 2), not pydantic's multi-line dump."""
     monkeypatch.setenv("RAGSWEEP_BACKEND", "cloud")
-    with pytest.raises(ValueError, match="embedded"):
+    with pytest.raises(UsageError) as refused:
         settings()
+    assert str(refused.value) == ("RAGSWEEP_BACKEND='cloud': Input should be 'embedded' or 'stack'; "
+                                  "set it to what is expected, or unset it")
 
 
 def test_no_stage_reads_the_settings_model() -> None:

@@ -12,15 +12,20 @@ stack's addresses (stack/env.sh). A flag, where an entrypoint has one, wins over
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
+from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from harness.errors import UsageError
 from harness.model import Backend, EmbeddingBackend
+
+ENV_PREFIX = "RAGSWEEP_"
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RAGSWEEP_", frozen=True, extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
 
     # -- the stack's addresses ------------------------------------------------------------------
     opensearch_url: str = ""
@@ -70,5 +75,24 @@ class Settings(BaseSettings):
 
 
 def settings() -> Settings:
-    """The environment as it is now (read on every call: tests and Jobs set it late)."""
-    return Settings()
+    """The environment as it is now (read on every call: tests and Jobs set it late). A value that does
+    not fit its field is a usage error (exit 2) on one line naming the variable, not pydantic's dump."""
+    try:
+        return Settings()
+    except PydanticValidationError as e:
+        raise UsageError(f"{'; '.join(_problem(error) for error in e.errors())}; "
+                         "set it to what is expected, or unset it") from e
+
+
+def _variable(field: str) -> str:
+    """The environment variable a settings field is read from."""
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info is not None else None
+    return alias if isinstance(alias, str) else f"{ENV_PREFIX}{field.upper()}"
+
+
+def _problem(error: Any) -> str:
+    field = str(error["loc"][0]) if error.get("loc") else ""
+    value = repr(error.get("input"))
+    shown = value if len(value) <= 60 else value[:57] + "..."
+    return f"{_variable(field)}={shown}: {error['msg']}"

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
-from harness.errors import UsageError
+from harness.errors import UsageError, mask_secrets, one_line
 from harness.store import sql
 from harness.store.base import Row, SqlStore
 
@@ -39,21 +39,26 @@ def _rendered(statement: str) -> str:
 
 
 def _connect(dsn: str) -> psycopg.Connection[Any]:
+    """Connect; every refusal is one line that never shows the DSN's password (mask_secrets), in any form."""
     try:
         import psycopg
+        from psycopg.conninfo import conninfo_to_dict
     except ImportError as e:
         raise UsageError("the Postgres store needs psycopg 3: pip install 'ragsweep[stack]'") from e
+    try:
+        conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as e:
+        # libpq quotes the text it stopped at, which may be part of the password: neither is printed
+        raise UsageError("RAGSWEEP_PG_DSN is not a connection string libpq can parse (it is not printed: it may "
+                         "hold a password); expected key=value pairs, a value with spaces in single quotes "
+                         "(dbname='a b'), or a postgresql:// URL") from e
     try:
         return psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
                                application_name=APPLICATION_NAME)
     except psycopg.OperationalError as e:
-        raise UsageError(f"cannot connect to PostgreSQL ({_redacted(dsn)}): {str(e).strip()}; "
-                         "is the stack up (make stack-up) and RAGSWEEP_PG_DSN right?") from e
-
-
-def _redacted(dsn: str) -> str:
-    """A DSN for messages: the password replaced by ***."""
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
+        # the DSN last: a bare masked value runs to the next space
+        raise UsageError(f"cannot connect to PostgreSQL: {one_line(str(e))}; is the stack up (make stack-up) and "
+                         f"RAGSWEEP_PG_DSN right? It is {mask_secrets(dsn)}") from e
 
 
 def _check_schema_name(schema: str) -> str:
