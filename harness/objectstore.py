@@ -3,7 +3,10 @@
 Every put is atomic: a reader sees the old object or the new one, never half of one. A folder
 store writes a temporary file beside the target, fsyncs it and renames it; an S3 PUT is atomic
 by the protocol. Transient failures (throttling, 5xx, dropped connections) are retried under
-one deadline (harness.retries); anything else is a one-line :class:`StorageError`.
+one deadline (harness.retries); anything else is a one-line :class:`StorageError` (exit 9).
+
+A folder store writes through :mod:`harness.outputfiles` (write_atomic, and writing: a full or
+read-only folder is the same one line).
 
 A foundation module: the sweep's arm artefacts (harness.sweep.storage) and the ingest's
 per-file shards (harness.index.ingest.sinks) are both kept through it.
@@ -12,31 +15,27 @@ per-file shards (harness.index.ingest.sinks) are both kept through it.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import os
 import random
 import re
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from harness.errors import HarnessError, IntegrityError, UsageError
+from harness.errors import IntegrityError, UsageError
+from harness.errors import StorageError as StorageError  # its home was here: importers keep importing it from here
+from harness.outputfiles import TEMP_PREFIX, writing
+from harness.outputfiles import write_atomic as write_atomic  # its home was here: importers keep importing it
 from harness.retries import RetryError, call_with_retries
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_TEMP_PREFIX = ".ragsweep-tmp."
 
 T = TypeVar("T")
 
 
 class MissingArtefactError(IntegrityError):
     """An artefact that was asked for is not in the store."""
-
-
-class StorageError(HarnessError):
-    """The store could not be reached or refused a request, after retrying what was transient."""
 
 
 @runtime_checkable
@@ -73,28 +72,6 @@ def check_key(key: str) -> str:
 
 # --- the local folder ----------------------------------------------------------------------------
 
-def write_atomic(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` all or nothing: a temporary file beside it (``_TEMP_PREFIX``),
-    fsynced, renamed into place, and the rename itself persisted."""
-    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    # Persist the rename itself; some filesystems cannot open a folder, which is harmless.
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
-
 class LocalFolderStore:
     """Artefacts as files under ``root``; a key is a relative path."""
 
@@ -109,8 +86,9 @@ class LocalFolderStore:
 
     def put_bytes(self, key: str, data: bytes) -> None:
         target = self._path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, data)
+        with writing(self.root):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, data)
 
     def get_bytes(self, key: str) -> bytes:
         path = self._path(key)
@@ -137,7 +115,7 @@ class LocalFolderStore:
         keys = []
         for dirpath, _dirnames, filenames in os.walk(self.root):
             for filename in filenames:
-                if filename.startswith(_TEMP_PREFIX):
+                if filename.startswith(TEMP_PREFIX):
                     continue
                 rel = Path(dirpath, filename).relative_to(self.root).as_posix()
                 if rel.startswith(prefix):
@@ -241,7 +219,11 @@ class S3Store:
 
         config = Config(retries={"max_attempts": 1, "mode": "standard"}, s3={"addressing_style": "path"},
                         connect_timeout=10, read_timeout=60)
-        return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
+        try:
+            return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
+        except ValueError as e:  # botocore: "Invalid endpoint: notaurl"
+            raise UsageError(f"S3 endpoint {endpoint_url!r} (--s3-endpoint or RAGSWEEP_S3_ENDPOINT): {e}; "
+                             "expected a URL such as http://127.0.0.1:9000") from e
 
     def describe(self) -> str:
         where = f" at {self.endpoint_url}" if self.endpoint_url else ""

@@ -7,12 +7,13 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import EXIT_INTEGRITY
+from harness.inputfiles import read_input_text
+from harness.report.files import write_files
 from harness.sweep.baselines import BASELINES, ROOT, Checked, check, derive, load
 from jobs import entrypoint
 
@@ -49,8 +50,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "derive":
         for name in args.names:
             results = derive(BASELINES / name, args.work / name)
-            for file in load(BASELINES / name)["files"]:
-                shutil.copyfile(results / file, BASELINES / name / file)
+            files = load(BASELINES / name)["files"]
+            # every file read before any is replaced, and all renamed in together (write_files)
+            texts = {file: read_input_text(results / file) for file in files}
+            write_files(BASELINES / name, texts, flag="")
             print(f"derived {name}")
         return 0
     return _check_command(args.names, ci_only=args.ci, work_root=args.work)

@@ -15,7 +15,7 @@ import harness.corpora.fetch as fetch_mod
 from harness.corpora.fetch import check_licence, fetch, list_problems, verify
 from harness.corpora.manifest import read_manifest
 from harness.corpora.registry import Source
-from harness.errors import IntegrityError, LicenceError, UsageError
+from harness.errors import IntegrityError, LicenceError, StorageError, UsageError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qmsum"
 MANIFEST = FIXTURE / "SOURCES.tsv"
@@ -226,7 +226,7 @@ def test_not_enough_free_space_refuses_before_writing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fetch_mod.shutil, "disk_usage", lambda _p: Usage(100, 90, 10))
     dest = tmp_path / "qmsum"
-    with pytest.raises(UsageError, match=r"5 artefacts need \d+ bytes and 10 are free"):
+    with pytest.raises(StorageError, match=r"5 artefacts need \d+ bytes and 10 are free"):
         fetch("qmsum", dest, mirror=str(FIXTURE), manifest=MANIFEST)
     assert not dest.exists()
 

@@ -11,7 +11,7 @@ Checked here:
 
 * no import circle anywhere in harness/;
 * each stage imports only from earlier stages and the shared foundation (``harness``,
-  ``harness.model``, ``harness.errors``, ``harness.inputfiles``, ``harness.retries``);
+  ``harness.model``, ``harness.errors``, ``harness.inputfiles``, ``harness.outputfiles``, ``harness.retries``);
   ``harness.cli``/``harness.commands`` (the CLI) may import anything and nothing imports them;
   jobs/ is outside the package;
 * the stage order is the one docs/architecture.md draws, so the diagram cannot drift;
@@ -42,11 +42,12 @@ ARCHITECTURE_MD = REPO / "docs" / "architecture.md"
 STAGES: tuple[str, ...] = ("corpora", "synthetic", "store", "index", "state", "retrieval", "judge", "metrics",
                            "answers", "report", "bench", "sweep", "reproduction")
 # What every stage may import: the package root (``__version__``), the shared types, the errors,
-# the one reader of input files (a folder or bad bytes where a file is expected: exit 4), and the
-# one retry policy (tenacity, with the injected clock and sleep the retry tests drive), and the
-# artefact stores (a folder or an S3 bucket: the sweep's arm files and the ingest's shards).
+# the one reader of input files (a folder or bad bytes where a file is expected: exit 4), its writer
+# counterpart (an output that cannot be written: exit 9), the one retry policy (tenacity, with the
+# injected clock and sleep the retry tests drive), and the artefact stores (a folder or an S3 bucket:
+# the sweep's arm files and the ingest's shards).
 FOUNDATION: frozenset[str] = frozenset({"harness", "harness.model", "harness.errors", "harness.inputfiles",
-                                        "harness.retries", "harness.objectstore"})
+                                        "harness.outputfiles", "harness.retries", "harness.objectstore"})
 # The CLI: enters configuration and may import any stage; no stage imports it.
 ENTRYPOINTS: tuple[str, ...] = ("harness.__main__", "harness.cli", "harness.commands")
 # Sub-stages of index, in import order: building blocks, the stack backend, ingest.

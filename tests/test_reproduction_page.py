@@ -191,12 +191,13 @@ def test_a_malformed_results_file_is_one_line_and_nothing_is_written(
     assert f"{bad}: families[0].control is missing" in err
     assert not out.parent.exists() or list(out.parent.iterdir()) == []
     out.parent.mkdir()
-    out.write_text("the page as it was\n", encoding="utf-8")
+    as_it_was = "# Reproduction: the methodology's tables, re-derived by ragsweep\n\nthe page as it was\n"
+    out.write_text(as_it_was, encoding="utf-8")  # a page (report reproduction replaces only a page)
     bad.write_text("{", encoding="utf-8")
     assert generate(root, out) == EXIT_INPUT
     assert f"{bad}:1: not JSON" in capsys.readouterr().err
     assert [p.name for p in out.parent.iterdir()] == ["reproduction.md"]  # no temporary left beside it
-    assert out.read_text(encoding="utf-8") == "the page as it was\n"
+    assert out.read_text(encoding="utf-8") == as_it_was
 
 
 def test_a_pinned_sweep_without_comparison_is_a_usage_error(var: Path, tmp_path: Path,

@@ -139,12 +139,27 @@ def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
     )
 
 
+def check_results_folder(out: Path) -> None:
+    """Before any work: ``out`` is absent, an empty folder or a results folder (it has metrics.json, whose
+    files a new run replaces), and can be written; never a file or another kind of folder."""
+    from harness.errors import UsageError
+    from harness.outputfiles import check_writable
+
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a results folder; choose a folder path")
+    if out.is_dir() and any(out.iterdir()) and not (out / "metrics.json").is_file():
+        raise UsageError(f"--out {out} is not a results folder (no metrics.json): bench replaces a results "
+                         "folder's files only; choose a new or empty folder")
+    check_writable(out, "--out")
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.bench.run import run_bench
     from harness.commands.settings import settings
     from harness.index.embed import SentenceTransformerEmbedder
     from harness.state import State
 
+    check_results_folder(args.out)
     config = config_from_args(args, args.control_name)
     state = State.open(args.state)
     backend = getattr(args, "embedding_backend", None) or settings().embedding_backend

@@ -161,8 +161,10 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     )
     if subset_text is not None:
         from harness.corpora.subset import write_subset_manifest
+        from harness.outputfiles import writing
 
-        written = write_subset_manifest(result.dest, subset_text)
+        with writing(result.dest, "--dest"):
+            written = write_subset_manifest(result.dest, subset_text)
         print(f"{args.name}: subset manifest {written} (read the folder with --manifest {args.name}={written})")
     return 0
 

@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "from harness/reproduction/explanations.json (or says it is unexplained). A table with no "
                     "results file says what to run. Same inputs, same bytes.",
         epilog="Exit codes: 0 written; 2 usage (e.g. a --sweep-id with no comparison.json); 4 a results file "
-               "that does not parse or fit its model (named on one line; nothing is written).")
+               "that does not parse or fit its model (named on one line; nothing is written); 9 --out cannot "
+               "be written (read-only, full; checked before reading anything).")
     r.add_argument("--sweeps", type=Path, default=Path("var"), metavar="ROOT",
                    help="the artefact store root the sweeps wrote to (their --out; default var)")
     r.add_argument("--sweep-id", action="append", default=[], metavar="ID",
@@ -31,13 +32,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def reproduction(args: argparse.Namespace) -> int:
+    from harness.errors import UsageError
+    from harness.outputfiles import check_writable
     from harness.report.files import write_files
     from harness.reproduction.page import build_page
+    from harness.reproduction.render import HEADER
     from harness.reproduction.sources import ReproductionInputs
 
+    if args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a folder; expected the page's file path (e.g. docs/reproduction.md)")
+    title = HEADER.splitlines()[0]
+    if args.out.is_file() and args.out.stat().st_size and not _starts_with(args.out, title):
+        raise UsageError(f"--out {args.out} is not a reproduction page (its first line is not {title!r}): "
+                         "the page replaces only itself; choose another path")
+    check_writable(args.out, "--out")  # before reading every results file
     inputs = ReproductionInputs(sweeps_root=args.sweeps, bench_dir=args.bench_dir,
                                 sweep_ids=tuple(dict.fromkeys(args.sweep_id)))
     page = build_page(inputs)
     (written,) = write_files(args.out.parent, {args.out.name: page.text})
     print(f"reproduction: {written} from {len(page.sources)} files")
     return 0
+
+
+def _starts_with(path: Path, line: str) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(len(line.encode("utf-8"))) == line.encode("utf-8")

@@ -124,8 +124,12 @@ def build(args: argparse.Namespace) -> int:
     from harness.index.chunking import ChunkingPolicy
     from harness.index.embed import SentenceTransformerEmbedder
     from harness.index.encoder import Batching
+    from harness.outputfiles import check_writable, writing
     from harness.state.build import build_state
+    from harness.synthetic.folders import check_destination
 
+    # before reading a corpus or loading a model: --out is one build_state may replace, and writable
+    check_destination(args.out, force=args.force, marker="state.json", kind="state")
     folders = _pairs(args.corpus, "--corpus")
     manifests = _pairs(args.manifest, "--manifest")
     unknown = sorted(set(manifests) - set(folders))
@@ -145,15 +149,18 @@ def build(args: argparse.Namespace) -> int:
                                            backend=backend, onnx_dir=Path(config.onnx_cache))
     cache = embedding_cache_root(getattr(args, "embedding_cache", None), config.embedding_cache,
                                  in_process=in_process)
+    if cache is not None:  # it takes what is encoded: before encoding anything
+        check_writable(cache, "--embedding-cache")
     modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)
-    state = build_state(args.out, corpora, dict.fromkeys(modes, embedder),  # type: ignore[arg-type]
-                        policy=ChunkingPolicy(max_words=args.max_words), force=args.force,
-                        dispatch=args.dispatch, store_engine=args.store,
-                        backend=getattr(args, "backend", "embedded"),
-                        stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
-                        opensearch_url=config.opensearch_url or None, pg_schema=config.pg_schema or None,
-                        pg_dsn=config.pg_dsn or None, shards=args.shards, s3_endpoint=config.s3_endpoint or None,
-                        embedding_cache=cache)
+    with writing(args.out, "--out"):  # a disk that fills during the build: one line (the old state is kept)
+        state = build_state(args.out, corpora, dict.fromkeys(modes, embedder),  # type: ignore[arg-type]
+                            policy=ChunkingPolicy(max_words=args.max_words), force=args.force,
+                            dispatch=args.dispatch, store_engine=args.store,
+                            backend=getattr(args, "backend", "embedded"),
+                            stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
+                            opensearch_url=config.opensearch_url or None, pg_schema=config.pg_schema or None,
+                            pg_dsn=config.pg_dsn or None, shards=args.shards,
+                            s3_endpoint=config.s3_endpoint or None, embedding_cache=cache)
     idx = state["index"]
     print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")

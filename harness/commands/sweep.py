@@ -107,10 +107,21 @@ def _print_comparison(store_spec: str, key: str) -> None:
 
 
 def _settled(args: argparse.Namespace) -> argparse.Namespace:
-    """Fill what a flag left unset from the settings (RAGSWEEP_*): the one read of the environment."""
+    """Fill what a flag left unset from the settings (RAGSWEEP_*): the one read of the environment. Then,
+    before any work, the store --out names: a folder that can be written (not a file), or an S3 bucket
+    at an endpoint that is a URL."""
     from harness.commands.settings import settings
+    from harness.errors import UsageError
+    from harness.objectstore import open_store
+    from harness.outputfiles import check_writable
 
     args.s3_endpoint = args.s3_endpoint or settings().s3_endpoint
+    if args.out.startswith("s3://"):
+        open_store(args.out, args.s3_endpoint)  # makes the client: a bad endpoint is refused now
+    elif Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out} is a file, not a folder (the artefact store's root); choose a folder")
+    else:
+        check_writable(Path(args.out), "--out")
     return args
 
 

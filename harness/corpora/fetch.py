@@ -4,10 +4,11 @@ Every missing artefact is streamed through sha256 into a staging folder beside `
 (a hidden sibling, so on the same file system) and the fetch is committed only when every
 one of them matched: then the staging folder becomes ``dest`` (one rename when ``dest`` did
 not exist) or its files are moved in. A mismatch anywhere leaves ``dest`` exactly as it was
-(absent, or unchanged) and removes the staging folder. Free space is checked before the
-first byte is written. Network errors that can be transient (timeouts, resets, 5xx, 429) are retried
-with capped exponential backoff and a total deadline; ``file://`` URLs and plain local
-mirror folders are read once.
+(absent, or unchanged) and removes the staging folder. Free space, and that the folder can
+be written at all, are checked before the first byte is written (harness.outputfiles: exit 9, as
+for a disk that fills during the fetch). Network errors that can be transient (timeouts, resets,
+5xx, 429) are retried with capped exponential backoff and a total deadline; ``file://`` URLs and
+plain local mirror folders are read once.
 
 Licence tiers are enforced here, not by the caller: tier B needs
 ``accept_noncommercial=True``; tier C is never fetched.
@@ -35,7 +36,8 @@ from typing import BinaryIO
 from harness.corpora.integrity import CHUNK_BYTES, Problem, check_artefact, find_problems, raise_for_problems
 from harness.corpora.manifest import Artefact, Manifest
 from harness.corpora.registry import ManifestArg, Source, get_source, load_source_manifest
-from harness.errors import IntegrityError, LicenceError, UsageError
+from harness.errors import IntegrityError, LicenceError, StorageError, UsageError
+from harness.outputfiles import check_writable, is_write_error, writing
 from harness.retries import RetryError, call_with_retries
 
 RETRY_ATTEMPTS = 4
@@ -108,6 +110,10 @@ def fetch(
     present_paths = {a.path for a in present}
     missing = [a for a in pinned.artefacts if a.path not in present_paths]
     locations = {a.path: _location(pinned, a, mirror) for a in missing}
+    if missing:  # a complete corpus is not written to, so it may be read-only
+        check_writable(dest, "--dest", beside=True)  # where staging happens
+        if dest.is_dir():
+            check_writable(dest, "--dest")  # where the staged files are moved
     anchor = _existing_ancestor(dest)
     _check_free_space(anchor, missing)
 
@@ -115,7 +121,7 @@ def fetch(
         for artefact in present:
             progress(artefact.path, "present")
     if missing:
-        with _staging(anchor, dest) as staging:
+        with writing(dest, "--dest"), _staging(anchor, dest) as staging:
             for artefact in missing:
                 _fetch_one(locations[artefact.path], staging / artefact.path, artefact, dest)
                 if progress is not None:
@@ -202,7 +208,7 @@ def _check_free_space(folder: Path, missing: list[Artefact]) -> None:
         return
     free = shutil.disk_usage(folder).free
     if free < needed:
-        raise UsageError(
+        raise StorageError(
             f"not enough free space under {folder}: {len(missing)} artefacts need {needed} bytes and "
             f"{free} are free; free some space or choose another --dest"
         )
@@ -290,6 +296,8 @@ def _fetch_one(location: str | Path, target: Path, artefact: Artefact, dest: Pat
     except IntegrityError as e:
         raise IntegrityError(f"{e}; {untouched}") from e
     except (OSError, http.client.HTTPException) as e:
+        if isinstance(e, OSError) and is_write_error(e, target.parent):
+            raise  # the disk, not the source: fetch's writing(dest) says so, naming --dest
         reason = getattr(e, "reason", None) or e
         raise IntegrityError(f"{artefact.path}: cannot read {location}: {reason}; {untouched}") from e
 

@@ -21,7 +21,9 @@ one that encodes in pieces (harness.index.encoder) is given every distinct text 
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import shutil
 import threading
@@ -88,6 +90,20 @@ def _schema() -> Any:
     return b.build()
 
 
+def _reserve(path: Path) -> None:
+    """Give a new memory-mapped file its blocks now: a sparse one on a disk that fills is a SIGBUS at the
+    first write to a page (the process dies, its temporary folders left behind); reserved, it is an OSError
+    here (ENOSPC), which the builder cleans up after and the CLI says in one line."""
+    if not hasattr(os, "posix_fallocate"):  # macOS: left sparse, as before
+        return
+    with path.open("r+b") as fh:
+        try:
+            os.posix_fallocate(fh.fileno(), 0, path.stat().st_size)
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):  # a file system that cannot: sparse
+                raise
+
+
 def build_index(
     out_dir: Path,
     docs: Sequence[IndexDoc],
@@ -111,6 +127,7 @@ def build_index(
             matrix = np.lib.format.open_memmap(
                 tmp / f"vectors-{mode}.npy", mode="w+", dtype=np.float32, shape=(len(docs), embedder.dimension)
             )
+            _reserve(tmp / f"vectors-{mode}.npy")
             _embed(matrix, texts, embedder, encode_batch, progress, mode)
             matrix.flush()
             del matrix

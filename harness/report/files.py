@@ -8,6 +8,7 @@ a failure leaves nothing behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -15,6 +16,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from harness.outputfiles import writing
 
 
 def _finite(value: Any) -> Any:
@@ -36,21 +39,31 @@ def read_json_number(value: Any) -> float:
     return float(value)
 
 
-def write_files(out_dir: Path, contents: Mapping[str, str]) -> list[Path]:
-    """Write name -> text into out_dir atomically as a set."""
+def write_files(out_dir: Path, contents: Mapping[str, str], flag: str = "--out") -> list[Path]:
+    """Write name -> text into out_dir atomically as a set; a folder that cannot take them (full,
+    read-only) is one line naming it (harness.outputfiles.writing, exit 9), with nothing left behind."""
+    with writing(out_dir, flag):
+        return _write_files(out_dir, contents)
+
+
+def _write_files(out_dir: Path, contents: Mapping[str, str]) -> list[Path]:
+    created = not out_dir.is_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     staged: list[tuple[str, Path]] = []
     try:
         for name, text in contents.items():
             fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
+            staged.append((name, Path(tmp_name)))  # before writing: a write that fails is removed too
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(text)
                 fh.flush()
                 os.fsync(fh.fileno())
-            staged.append((name, Path(tmp_name)))
     except BaseException:
         for _name, tmp in staged:
             tmp.unlink(missing_ok=True)
+        if created:
+            with contextlib.suppress(OSError):  # only if empty: the folder this call made
+                out_dir.rmdir()
         raise
     written = []
     for name, tmp in staged:

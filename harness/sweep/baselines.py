@@ -10,7 +10,8 @@ metrics.md, answers.md when present) and ``baseline.json``::
      "results": "{work}/out",          # where the last command writes the results
      "files": ["metrics.json", "metrics.md"]}
 
-``{work}`` is a scratch folder per baseline. ``check`` runs the commands and compares
+``{work}`` is a scratch folder per baseline, marked as one (``WORK_MARKER``): a derivation
+empties it first, and refuses to empty a folder that is not one. ``check`` runs the commands and compares
 every listed file with the committed one; any byte that differs fails the check and is
 named. A historical baseline is never re-run: re-running it would replace a measurement
 of one index with a measurement of another under the same name.
@@ -28,10 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, InputDataError
+from harness.errors import HarnessError, InputDataError, UsageError
+from harness.outputfiles import check_writable
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINES = ROOT / "baselines"
+WORK_MARKER = ".ragsweep-baseline-work"  # what makes a folder a derivation's scratch, which the next one empties
 
 
 def load(folder: Path) -> dict[str, Any]:
@@ -60,17 +63,30 @@ def _expand(argv: Sequence[str], work: Path) -> list[str]:
 
 
 def derive(folder: Path, work: Path) -> Path:
+    """Run ``folder``'s commands in the scratch folder ``work`` (emptied first: only a scratch folder,
+    one holding WORK_MARKER, or an empty one); the folder its results are in."""
     spec = load(folder)
+    results = Path(spec["results"].replace("{work}", str(work)))
+    # a scratch folder: marked, or made before the mark was (it holds this baseline's results)
+    scratch = (work / WORK_MARKER).is_file() or any((results / name).is_file() for name in spec["files"])
+    if work.exists() and not scratch and (not work.is_dir() or any(work.iterdir())):
+        raise UsageError(f"--work: {work} is not a baseline's scratch folder (no {WORK_MARKER}), so it is not "
+                         "emptied; choose another --work, or empty it yourself")
+    check_writable(work, "--work")
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
+    (work / WORK_MARKER).write_text(f"scratch of the baseline {folder.name}: emptied by its next derivation\n",
+                                    encoding="utf-8")
     for argv in spec["commands"]:
         command = _expand(argv, work)
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["?"]
-            raise HarnessError(f"{folder.name}: `{' '.join(argv)}` exited {done.returncode}: {tail[0]}")
-    return Path(spec["results"].replace("{work}", str(work)))
+            error = HarnessError(f"{folder.name}: `{' '.join(argv)}` exited {done.returncode}: {tail[0]}")
+            error.exit_code = done.returncode  # the command's own documented code, passed on
+            raise error
+    return results
 
 
 def compare(folder: Path, results: Path, files: Sequence[str]) -> list[str]:

@@ -3,6 +3,8 @@
 Nothing half-written is ever left at the destination: on any failure the temporary folder
 is removed and the destination is untouched. A non-empty destination is replaced only
 with ``force``, and only when it is a corpus (it has corpus.json): never an unrelated folder.
+A destination whose file system cannot take it (read-only, full) is refused before any work,
+and a write that fails midway is one line naming it (harness.outputfiles, exit 9).
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.outputfiles import check_writable, writing
 
 
 def check_destination(out: Path, *, force: bool, marker: str = "corpus.json", kind: str = "synthetic corpus") -> None:
     """``out`` may be absent, an empty folder, or (with ``force``) a ``kind`` folder, one holding ``marker``:
-    never a file, and never a non-empty folder of anything else."""
+    never a file, and never a non-empty folder of anything else; and the folder it is built in can be written."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file, not a {kind} folder; choose a folder path")
     if out.is_dir() and any(out.iterdir()):
@@ -28,6 +31,7 @@ def check_destination(out: Path, *, force: bool, marker: str = "corpus.json", ki
         if not (out / marker).is_file():
             raise UsageError(f"--out {out} is not a {kind} (no {marker}): --force replaces a {kind} "
                              "only; choose another folder, or empty this one yourself")
+    check_writable(out, "--out", beside=True)  # where the new folder is built, beside out
 
 
 def swap_in(tmp: Path, out: Path) -> None:
@@ -44,20 +48,23 @@ def swap_in(tmp: Path, out: Path) -> None:
 
 
 @contextmanager
-def atomic_directory(out: Path, *, force: bool) -> Iterator[Path]:
-    """Yield a temporary folder; on normal exit it becomes ``out``, on error it is removed."""
+def atomic_directory(out: Path, *, force: bool, marker: str = "corpus.json",
+                     kind: str = "synthetic corpus") -> Iterator[Path]:
+    """Yield a temporary folder; on normal exit it becomes ``out``, on error it is removed. ``out`` is
+    held to :func:`check_destination` (``marker``, ``kind``) before and again just before the swap."""
     out = Path(out)
-    check_destination(out, force=force)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        yield tmp
-        os.chmod(tmp, 0o755)
-        check_destination(out, force=force)
-        swap_in(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    check_destination(out, force=force, marker=marker, kind=kind)
+    with writing(out, "--out"):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        try:
+            yield tmp
+            os.chmod(tmp, 0o755)
+            check_destination(out, force=force, marker=marker, kind=kind)
+            swap_in(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
 
 def write_files(root: Path, files: dict[str, bytes]) -> None:
