@@ -126,7 +126,7 @@ def test_sweep_run_over_a_missing_state_writes_nothing(sweep_id: list[str], tmp_
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     state = tmp_path / "no-state"
     assert main(["sweep", "run", "--state", str(state), *sweep_id, "--out", str(tmp_path / "out")]) == EXIT_INTEGRITY
-    assert _one_line_error(capsys) == (f"ragsweep: error: {state}: not a state (no state.json); "
+    assert _one_line_error(capsys) == (f"ragsweep: error: {state}: not a state folder; "
                                        "run `ragsweep state build` first")
     assert _tree(tmp_path) == []
 

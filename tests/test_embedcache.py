@@ -48,8 +48,12 @@ class BatchEmbedder:
 
 
 def _index_files(state: Path) -> dict[str, bytes]:
+    """The index's files, state.json's claim and the state's identity (state.json's contents block names
+    tantivy's segment files, whose names are random: the identity addresses them by content)."""
+    claim = json.loads((state / "state.json").read_text())
+    identity = claim.pop("contents")["identity"]
     return {p.name: p.read_bytes() for p in sorted((state / "index").iterdir()) if p.is_file()} | {
-        "state.json": (state / "state.json").read_bytes()}
+        "state.json": json.dumps(claim, sort_keys=True).encode(), "identity": identity.encode()}
 
 
 def test_a_warm_rebuild_encodes_nothing_and_writes_the_same_bytes(tmp_path: Path,

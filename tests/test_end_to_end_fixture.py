@@ -144,6 +144,14 @@ def test_a_mixed_vector_space_is_refused_with_exit_3_and_nothing_written(state: 
         relabelled.append(json.dumps(record, sort_keys=True))
     (mixed / "index" / "docs.jsonl").write_text("\n".join(relabelled) + "\n")
     out = tmp_path / "out"
+    assert main(["bench", "--state", str(mixed), "--control-name", "mixed", "--out", str(out)]) == 5  # edited
+    capsys.readouterr()
+    # as a state built mixed would record it (ingest shards from two models): its digests agree with it
+    from harness.state.contents import contents_block
+
+    claim = json.loads((mixed / "state.json").read_text())
+    claim["contents"] = contents_block(mixed, claim)
+    (mixed / "state.json").write_text(json.dumps(claim))
     assert main(["bench", "--state", str(mixed), "--control-name", "mixed", "--out", str(out)]) == 3
     assert "mixed vector space" in capsys.readouterr().err
     assert not out.exists()

@@ -141,7 +141,14 @@ def _release() -> Release:
 def run(args: argparse.Namespace) -> int:
     from harness.errors import EXIT_PARTIAL, UsageError
     from harness.sweep.catalogue import select_arms
-    from harness.sweep.executor import LocalExecutor, catalogue_for, collect_sweep, open_store, process_seconds
+    from harness.sweep.executor import (
+        LocalExecutor,
+        catalogue_for,
+        collect_sweep,
+        open_store,
+        process_seconds,
+        state_identity,
+    )
     from harness.sweep.procs import absolute_store, lock_out
 
     args = _settled(args)
@@ -165,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.latency and catalogue.gate.latency is not None:
         raise UsageError(f"--no-latency: the gate has a latency budget ({catalogue.gate.latency.describe()}), whose "
                          "verdict needs the interleaved measurement; drop the flag, or the budget from the manifest")
+    state_identity(args.state)  # verified before anything is locked or written (exit 5 names the file)
     sweep_id = _sweep_id(args)
     # one sweep at a time on this --out, from its arms to its collection (harness.sweep.procs)
     with lock_out(args.out):

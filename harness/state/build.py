@@ -62,6 +62,16 @@ def _cached(embedders: dict[EmbeddingTextMode, Embedder], root: Path | None) -> 
     return {mode: wrapped[id(e)] for mode, e in embedders.items()}
 
 
+def _numerics() -> dict[str, Any] | None:
+    """What decided the vectors' last bits on this machine (torch's CPU code path, its threads): why two
+    machines' builds of the same corpora can hold other bits, so another identity. Provenance, in build.json."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    return {"torch": str(torch.__version__), "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
+            "threads": int(torch.get_num_threads())}
+
+
 def corpus_summary(corpus: Corpus) -> dict[str, Any]:
     return {"name": corpus.name, "version": corpus.version, "tier": corpus.tier, "files": len(corpus.meetings),
             "queries": len(corpus.queries), "artefacts_sha256": checksum_digest(corpus.checksums),
@@ -141,7 +151,7 @@ def build_state(
                                            "embedding", "backend")},
         }
         # -- --backend stack: the same documents and vectors into OpenSearch too (docs/opensearch.md) --
-        build: dict[str, Any] = {"schema": BUILD_SCHEMA}
+        build: dict[str, Any] = {"schema": BUILD_SCHEMA, "encoder_numerics": _numerics()}
         if backend == "stack":
             state["backend"] = "stack"
             block = index_state(tmp / "index", state, analysis=stack_analysis,  # type: ignore[arg-type]
