@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.corpora.integrity import sha256_file
 from harness.errors import IntegrityError
 
 CONTENTS_SCHEMA = "ragsweep.state-contents/1"
@@ -43,7 +44,6 @@ NOT_ADDRESSED = frozenset({"ingest.json", "index/tantivy/.managed.json", "index/
 NORM_TOLERANCE = 1e-3  # |‖v‖ - 1| for a row of an L2-normalised float32 matrix
 _LOCK = re.compile(r"^index/tantivy/\.tantivy-[\w-]+\.lock$")  # tantivy's empty lock files, made on open
 _SEGMENT = re.compile(r"^index/tantivy/([0-9a-f]{32})\.(\w+)$")
-_CHUNK = 1 << 22
 _VERIFIED: dict[tuple[str, tuple[tuple[str, int, int, int], ...]], str] = {}
 _CLAIM_ONLY: set[str] = set()
 
@@ -53,14 +53,6 @@ def claim_only(folder: Path) -> None:
     copy of the cluster's state: every Job verifies the files it opens): its identity is the one it
     records, unverified here."""
     _CLAIM_ONLY.add(str(folder.resolve()))
-
-
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(_CHUNK):
-            h.update(block)
-    return h.hexdigest()
 
 
 def state_files(folder: Path) -> list[str]:
@@ -80,7 +72,7 @@ def state_files(folder: Path) -> list[str]:
 
 
 def record_files(folder: Path) -> dict[str, dict[str, Any]]:
-    return {rel: {"sha256": file_digest(folder / rel), "bytes": (folder / rel).stat().st_size}
+    return {rel: {"sha256": sha256_file(folder / rel), "bytes": (folder / rel).stat().st_size}
             for rel in state_files(folder)}
 
 
@@ -180,7 +172,7 @@ def verify(folder: Path, manifest: Mapping[str, Any], *, report: list[tuple[str,
         if size != entry["bytes"]:
             raise IntegrityError(f"{path}: {size} bytes, the state was built with {entry['bytes']}; "
                                  "it changed after the build. Rebuild the state")
-        digest = file_digest(path)
+        digest = sha256_file(path)
         if digest != entry["sha256"]:
             raise IntegrityError(f"{path}: sha256 {digest[:12]}, the state was built with {entry['sha256'][:12]}; "
                                  "it changed after the build. Rebuild the state")
