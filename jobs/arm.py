@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.commands.settings import settings
-from harness.errors import EXIT_INTERNAL, HarnessError
+from harness.errors import EXIT_INTERNAL, HarnessError, one_line
 from jobs import entrypoint
 from jobs.entry import bench_config, group_flags, open_group, parse_arms, part, require, reranker_flags
 
@@ -255,7 +255,8 @@ def _failed(store: Any, sweep_id: str, arm: Any, digest: str, e: BaseException) 
     """Publish the arm's failure (failed.json) and say it; the exit code it stands for."""
     from harness.sweep.storage import publish_failure
 
-    message = str(e) if isinstance(e, HarnessError) else f"{type(e).__name__}: {e}"
+    # one line, secrets masked, as the CLI prints it: a failure marker is read back into comparison.md
+    message = one_line(str(e) if isinstance(e, HarnessError) else f"{type(e).__name__}: {e}")
     publish_failure(store, sweep_id, arm, digest, message)
     if not isinstance(e, HarnessError):
         traceback.print_exception(e)

@@ -427,3 +427,19 @@ def test_a_baseline_command_that_fails_passes_its_exit_code_on(tmp_path: Path) -
     with pytest.raises(HarnessError) as caught:
         derive(folder, tmp_path / "work")
     assert caught.value.exit_code == EXIT_STORAGE and str(caught.value).endswith("exited 9: full")
+
+
+def test_an_arm_failure_is_recorded_on_one_line_with_secrets_masked(tmp_path: Path) -> None:
+    """failed.json is read back into comparison.md: a library's multi-line message and a DSN's password
+    must not reach it as they were raised."""
+    from harness.objectstore import open_store
+    from harness.sweep.catalogue import CATALOGUE
+    from harness.sweep.storage import read_failure
+    from jobs.arm import _failed
+
+    store = open_store(str(tmp_path / "store"))
+    arm = CATALOGUE.family("fusion").arm("rrf-60")
+    error = RuntimeError("could not connect\nhost=db user=me password=hunter2 dbname=x")
+    assert _failed(store, "s1", arm, "0" * 64, error) == 1
+    recorded = str((read_failure(store, "s1", arm) or {})["error"])
+    assert "\n" not in recorded and "hunter2" not in recorded and "password=***" in recorded
