@@ -72,8 +72,15 @@ $(SYNTH)/corpus.json: $(SYNTH_FULL)/corpus.json
 
 synth: $(SYNTH)/corpus.json ## generate the default synthetic corpus and select the budget (BUDGET=200, REGIME=archive|easy)
 
-$(STATE)/state.json: $(SYNTH)/corpus.json
+# A state built before states recorded what they hold (not ragsweep.state/2, docs/states.md) is rebuilt
+# here rather than refused by the sweep; --force builds beside it and swaps only on success.
+OLD_STATE_SCHEMA = $(shell test -f $(1)/state.json && ! grep -q '"ragsweep.state/2"' $(1)/state.json && echo rebuild)
+$(STATE)/state.json: $(SYNTH)/corpus.json $(if $(call OLD_STATE_SCHEMA,$(STATE)),rebuild-old-state)
 	$(RAGSWEEP) state build --corpus synthetic=$(SYNTH) $(QMSUM_FLAG) --out $(STATE) --force
+
+.PHONY: rebuild-old-state
+rebuild-old-state:
+	@echo "state: built before states recorded what they hold (docs/states.md): rebuilding it"
 
 state: $(STATE)/state.json ## build the default corpus state (synthetic, plus QMSum when fetched into var/corpora/qmsum: a -qmsum state)
 
@@ -104,7 +111,7 @@ endif
 sweep-local: $(STATE)/state.json ## what `make sweep` runs after `make qmsum`: ARMS over the default state as the corpora are now
 	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor local --workers $(WORKERS) --out $(VAR) $(if $(RERANKER),--reranker $(RERANKER))
 
-$(STACK_STATE)/state.json: $(SYNTH)/corpus.json
+$(STACK_STATE)/state.json: $(SYNTH)/corpus.json $(if $(call OLD_STATE_SCHEMA,$(STACK_STATE)),rebuild-old-state)
 	$(WITH_STACK_ENV) $(RAGSWEEP) state build --backend stack --corpus synthetic=$(SYNTH) $(QMSUM_FLAG) --out $(STACK_STATE) --force
 
 sweep-backends: $(STACK_STATE)/state.json ## ARMS on the embedded backend and on the stack (same state, make stack-up first), then their agreement
