@@ -231,7 +231,10 @@ def child_setup(parent: int) -> Callable[[], None]:
 
 
 def start(command: list[str], log: BinaryIO, cwd: Path, lock: OutLock | None) -> subprocess.Popen[bytes]:
-    """An arm process of this sweep: output to ``log``, holding the sweep's lock with it, dying with it."""
+    """An arm process of this sweep: output to ``log``, holding the sweep's lock with it, dying with it.
+
+    Call it from a thread that lives as long as the sweep (the executor starts every process from its main
+    thread): Linux sends PR_SET_PDEATHSIG when the *thread* that forked the child ends, not its process."""
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
                             preexec_fn=child_setup(os.getpid()), pass_fds=(lock.fd,) if lock else ())
 
