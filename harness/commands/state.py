@@ -145,12 +145,12 @@ def build(args: argparse.Namespace) -> int:
     if backend != "torch" and not in_process:
         raise UsageError(f"--embedding-backend {backend}: the in-process builder only; with --dispatch/--store "
                          "the ingest tasks encode with torch")
-    embedder = SentenceTransformerEmbedder(args.embedding_model, batching=Batching() if in_process else None,
-                                           backend=backend, onnx_dir=Path(config.onnx_cache))
     cache = embedding_cache_root(getattr(args, "embedding_cache", None), config.embedding_cache,
                                  in_process=in_process)
-    if cache is not None:  # it takes what is encoded: before encoding anything
+    if cache is not None:  # it takes what is encoded: before loading the model or encoding anything
         check_writable(cache, "--embedding-cache")
+    embedder = SentenceTransformerEmbedder(args.embedding_model, batching=Batching() if in_process else None,
+                                           backend=backend, onnx_dir=Path(config.onnx_cache))
     modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)
     with writing(args.out, "--out"):  # a disk that fills during the build: one line (the old state is kept)
         state = build_state(args.out, corpora, dict.fromkeys(modes, embedder),  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ its vectors differ from torch's, so the two never share a cache entry or an inde
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -113,6 +114,20 @@ def _offline_env() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def _quiet_progress() -> None:
+    """No "Loading weights" bar on stderr: the environment variables above are read when the libraries are
+    first imported, which may have happened before (another command in the process, a test), and a bar
+    that draws for a few milliseconds turns a one-line error into three."""
+    with contextlib.suppress(ImportError):
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    with contextlib.suppress(ImportError):
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+
+
 @dataclass
 class SentenceTransformerEmbedder:
     """all-MiniLM-L6-v2 (or any local sentence-transformers model), normalised vectors. With ``batching``
@@ -140,6 +155,7 @@ class SentenceTransformerEmbedder:
         _offline_env()
         from sentence_transformers import SentenceTransformer
 
+        _quiet_progress()
         self._model: Any = SentenceTransformer(str(path), device="cpu", trust_remote_code=False)
         self._forward: Any = None
         if self.backend == "onnx":
