@@ -159,10 +159,13 @@ def verify(folder: Path, manifest: Mapping[str, Any], *, report: list[tuple[str,
                                                     and isinstance(e.get("bytes"), int) for e in recorded.values()):
         raise IntegrityError(f"{where}: contents.files is not a map of file -> {{sha256, bytes}}; rebuild the state")
     present = state_files(folder)
-    for rel in sorted(set(recorded) - set(present)):
-        raise IntegrityError(f"{folder / rel}: missing; the state was built with it. Rebuild the state")
-    for rel in sorted(set(present) - set(recorded)):
-        raise IntegrityError(f"{folder / rel}: not part of the state as built; remove it or rebuild the state")
+    missing, extra = sorted(set(recorded) - set(present)), sorted(set(present) - set(recorded))
+    if missing:
+        raise IntegrityError(f"{folder / missing[0]}: missing ({len(missing)} recorded files are); the state was "
+                             "built with it. Rebuild the state")
+    if extra:
+        raise IntegrityError(f"{folder / extra[0]}: not part of the state as built ({len(extra)} such files); "
+                             "remove it or rebuild the state")
     key = (str(folder.resolve()), _signature(folder, present))
     if key in _VERIFIED and report is None:
         return _VERIFIED[key]
