@@ -202,7 +202,7 @@ def test_make_sweep_builds_a_new_state_once_qmsum_is_fetched(tmp_path: Path) -> 
             var / "synthetic/budget-5-archive-7/corpus.json", var / "states/default-5-archive-7/state.json"]
     for age, path in enumerate(reversed(made)):  # each prerequisite older than what it makes
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch()
+        path.write_text('{"schema": "ragsweep.state/2"}\n' if path.name == "state.json" else "")
         os.utime(path, (time.time() - 60 * age,) * 2)
 
     def dry_run() -> str:
@@ -213,6 +213,16 @@ def test_make_sweep_builds_a_new_state_once_qmsum_is_fetched(tmp_path: Path) -> 
     first = dry_run()
     assert "state build" not in first
     assert f"sweep run --state {var}/states/default-5-archive-7 " in first
+    # a state built before states recorded what they hold is rebuilt, not left for the sweep to refuse
+    state_json = var / "states/default-5-archive-7/state.json"
+    stamp = state_json.stat().st_mtime
+    state_json.write_text('{"schema": "ragsweep.state/1"}\n')
+    os.utime(state_json, (stamp, stamp))
+    assert (f"state build --corpus synthetic={var}/synthetic/budget-5-archive-7  "
+            f"--out {var}/states/default-5-archive-7 --force") in dry_run()
+    state_json.write_text('{"schema": "ragsweep.state/2"}\n')
+    os.utime(state_json, (stamp, stamp))
+    assert "state build" not in dry_run()
     (var / "corpora/qmsum").mkdir(parents=True)
     (var / "corpora/qmsum/LICENSE").touch()
     second = dry_run()
