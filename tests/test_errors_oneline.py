@@ -68,6 +68,8 @@ def unwritable(tmp_path: Path) -> Iterator[Path]:
 # (today: the state, corpus or source would be read first, or the work done, then an internal error).
 UNWRITABLE = {
     "sweep run": (["sweep", "run", "--state", "{tmp}/no-state", "--out", "{out}"], "--out"),
+    "sweep run --rerank-cache": (["sweep", "run", "--state", "{tmp}/no-state", "--arms", "pool", "--rerank-cache",
+                                  "{out}", "--out", "{tmp}/o"], "--rerank-cache"),
     "sweep collect": (["sweep", "collect", "--sweep-id", "x", "--out", "{out}"], "--out"),
     "bench": (["bench", "--state", "{tmp}/no-state", "--control-name", "c", "--out", "{out}"], "--out"),
     "state build": (["state", "build", "--corpus", "synthetic={tmp}/no-corpus", "--out", "{out}"], "--out"),

@@ -172,13 +172,18 @@ def run(args: argparse.Namespace) -> int:
     if not args.latency and catalogue.gate.latency is not None:
         raise UsageError(f"--no-latency: the gate has a latency budget ({catalogue.gate.latency.describe()}), whose "
                          "verdict needs the interleaved measurement; drop the flag, or the budget from the manifest")
+    rerank_cache = rerank_cache_from_args(args)
+    if rerank_cache is not None and any(a.needs_reranker for a in arms):  # it takes every pair scored
+        from harness.outputfiles import check_writable
+
+        check_writable(rerank_cache, "--rerank-cache")
     state_identity(args.state)  # verified before anything is locked or written (exit 5 names the file)
     sweep_id = _sweep_id(args)
     # one sweep at a time on this --out, from its arms to its collection (harness.sweep.procs)
     with lock_out(args.out):
         executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
                                  s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
-                                 share_legs=args.share_legs, rerank_cache=rerank_cache_from_args(args),
+                                 share_legs=args.share_legs, rerank_cache=rerank_cache,
                                  rerank_backend=rerank_scorer_from_args(args)[0],
                                  rerank_device=rerank_device_from_args(args))
         report = executor.run(arms, sweep_id)
