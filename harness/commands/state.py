@@ -149,6 +149,8 @@ def build(args: argparse.Namespace) -> int:
                                  in_process=in_process)
     if cache is not None:  # it takes what is encoded: before loading the model or encoding anything
         check_writable(cache, "--embedding-cache")
+    if args.shards and not args.shards.startswith("s3://"):  # where the ingest tasks leave their shards
+        check_writable(Path(args.shards), "--shards")
     embedder = SentenceTransformerEmbedder(args.embedding_model, batching=Batching() if in_process else None,
                                            backend=backend, onnx_dir=Path(config.onnx_cache))
     modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)
