@@ -33,10 +33,19 @@ QMSUM_FLAG := $(if $(wildcard $(QMSUM)/LICENSE),--corpus qmsum=$(QMSUM))
 CORPORA_TAG := $(if $(QMSUM_FLAG),-qmsum)
 STATE := $(VAR)/states/default-$(BUDGET)-$(REGIME)-$(SEED)$(CORPORA_TAG)
 STACK_STATE := $(VAR)/states/stack-$(BUDGET)-$(REGIME)-$(SEED)$(CORPORA_TAG)
+# The embedding family compares the header with the bare chunk text, so its arms need a state holding
+# both vector sets (--embedding-text both); a sweep whose ARMS name it (or all) runs on that state.
+BOTH_STATE := $(STATE)-both
+comma := ,
+SWEEP_STATE = $(if $(filter embedding all,$(subst $(comma), ,$(ARMS))),$(BOTH_STATE),$(STATE))
+# The stage-1 ablation (make ablation): QMSum alone, with the header and with the bare chunk text embedded.
+QMSUM_ONLY := $(VAR)/states/qmsum-only
+# The reranker every rerank arm of `make reproduction-full` uses (trained here: no package ships one).
+RERANKER_DIR ?= $(VAR)/rerankers/synth-train
 WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench bench-growth bench-catalogue bench-cold scopes reproduction baselines-check clean
+.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench bench-growth bench-catalogue bench-cold scopes ablation reranker reproduction reproduction-full baselines-check clean
 
 include Makefile.stack
 include Makefile.k8s
@@ -108,8 +117,11 @@ else
 	@$(MAKE) --no-print-directory sweep-local
 endif
 
-sweep-local: $(STATE)/state.json ## what `make sweep` runs after `make qmsum`: ARMS over the default state as the corpora are now
-	$(RAGSWEEP) sweep run --state $(STATE) --arms $(ARMS) --executor local --workers $(WORKERS) --out $(VAR) $(if $(RERANKER),--reranker $(RERANKER))
+sweep-local: $(SWEEP_STATE)/state.json ## what `make sweep` runs after `make qmsum`: ARMS over the default state as the corpora are now (the -both state when ARMS has the embedding family)
+	$(RAGSWEEP) sweep run --state $(SWEEP_STATE) --arms $(ARMS) --executor local --workers $(WORKERS) --out $(VAR) $(if $(RERANKER),--reranker $(RERANKER))
+
+$(BOTH_STATE)/state.json: $(SYNTH)/corpus.json $(if $(call OLD_STATE_SCHEMA,$(BOTH_STATE)),rebuild-old-state)
+	$(RAGSWEEP) state build --corpus synthetic=$(SYNTH) $(QMSUM_FLAG) --embedding-text both --out $(BOTH_STATE) --force
 
 $(STACK_STATE)/state.json: $(SYNTH)/corpus.json $(if $(call OLD_STATE_SCHEMA,$(STACK_STATE)),rebuild-old-state)
 	$(WITH_STACK_ENV) $(RAGSWEEP) state build --backend stack --corpus synthetic=$(SYNTH) $(QMSUM_FLAG) --out $(STACK_STATE) --force
@@ -152,8 +164,43 @@ scopes: $(if $(QMSUM_FLAG),$(STATE)/state.json) ## stage-1 scope runs (QMSum at 
 	$(RAGSWEEP) corpus report qmsum --dest $(QMSUM) --json > $(VAR)/bench/.qmsum-bm25.json.tmp
 	mv $(VAR)/bench/.qmsum-bm25.json.tmp $(VAR)/bench/qmsum-bm25.json
 
+# The stage-1 ablation: the methodology's stage-1 index held QMSum alone and embedded the bare chunk text; ours
+# holds the synthetic corpus too and embeds the header. QMSum-only states with each text, stage 1 at both scopes.
+$(QMSUM_ONLY)-%/state.json: | $(STAMP)
+	@test -n "$(QMSUM_FLAG)" || { echo "make ablation scores QMSum: fetch it into $(QMSUM) first (make qmsum; docs/corpora.md)"; exit 2; }
+	$(RAGSWEEP) state build --corpus qmsum=$(QMSUM) --embedding-text $* --out $(QMSUM_ONLY)-$* --force
+
+ablation: $(QMSUM_ONLY)-header/state.json $(QMSUM_ONLY)-body/state.json ## the stage-1 ablation: QMSum-only states (header, bare body text) and stage 1 at both scopes on each, into var/bench (for make reproduction)
+	for text in header body; do for scope in corpus gold-files; do \
+	  out=$(VAR)/bench/qmsum-only-$$text-$$scope; \
+	  test $$out/metrics.json -nt $(QMSUM_ONLY)-$$text/state.json && continue; \
+	  $(RAGSWEEP) bench --state $(QMSUM_ONLY)-$$text --corpus qmsum --scope $$scope --embedding-text $$text \
+	    --workers $(WORKERS) --control-name qmsum-only-$$text-$$scope --out $$out || exit $$?; \
+	done; done
+
+$(RERANKER_DIR)/ragsweep-reranker.json: | $(STAMP)
+	$(RAGSWEEP) reranker train --out $(RERANKER_DIR) --force
+
+reranker: $(RERANKER_DIR)/ragsweep-reranker.json ## train the reranker the rerank arms use (RERANKER_DIR; a MiniLM cross-encoder on a synthetic corpus of its own seed)
+
 reproduction: $(STAMP) ## docs/reproduction.md: the methodology's tables beside ours, from the sweeps and bench runs under var/
 	$(RAGSWEEP) report reproduction --sweeps $(VAR) --bench-dir $(VAR)/bench --out docs/reproduction.md
+
+# Every results file the page reads, then the page: QMSum first (a second make sees it), the header families in
+# one sweep (their legs shared, the reranker's scores cached on the machine), the embedding family on the -both
+# state, the stage-1 scopes, the ablation and the route/answers runs. Hours on two cores when nothing is cached.
+reproduction-full: $(STAMP) ## every table's results (catalogue with the reranker, embedding family, scopes, ablation, stage 4), then docs/reproduction.md
+	@$(MAKE) --no-print-directory qmsum
+	@$(MAKE) --no-print-directory reproduction-results
+	@$(MAKE) --no-print-directory reproduction
+
+.PHONY: reproduction-results
+reproduction-results: $(STATE)/state.json $(RERANKER_DIR)/ragsweep-reranker.json
+	@test -n "$(QMSUM_FLAG)" || { echo "make reproduction-full needs QMSum (make qmsum; docs/corpora.md)"; exit 2; }
+	$(RAGSWEEP) sweep run --state $(STATE) --arms fusion,budget,pool,diversity --executor local --workers $(WORKERS) \
+	  --out $(VAR) --reranker $(RERANKER_DIR)
+	$(MAKE) --no-print-directory sweep-local ARMS=embedding
+	$(MAKE) --no-print-directory scopes ablation
 
 baselines-check: $(STAMP) ## re-derive every re-derivable baseline and compare byte for byte (CI=1: the ci ones)
 	$(PY) -m jobs.baselines check $(if $(CI),--ci)

@@ -41,7 +41,13 @@ DELTAS: dict[str, tuple[float, float]] = {
     "pool-12": (0.0128, 0.0342), "pool-24": (0.0036, 0.0095), "pool-32": (0.0013, 0.0170),
     "pool-96": (-0.0009, 0.0091),
     "retrieve-48": (0.0041, 0.0), "diversity-only": (-0.0100, -0.0300), "rerank-48-12-4": (-0.0194, -0.0780),
+    # the bare body against the header control: the methodology's Stage 3 deltas (header minus body), negated
+    "embed-body": (-0.0181, -0.0210),
 }
+# What a trained reranker's metrics.json records (harness.retrieval.rerank.reranker_provenance).
+RERANKER = {"kind": "trained", "weights_sha256": "ab" * 32, "base": "all-MiniLM-L6-v2@sha256:53aa51172d142c89",
+            "seed": 7, "training_corpus": {"name": "synthetic", "version": "otsynth-v1+gen1.0.0", "seed": 424242},
+            "training_pairs": 4000, "steps": 300, "device": "cpu"}
 
 
 def measures(v: float) -> dict[str, float]:
@@ -101,7 +107,11 @@ def publish_sweep(root: Path, sweep_id: str, families: tuple[str, ...],
     arms: list[Arm] = []
     for family in families:
         for arm in CATALOGUE.family(family).arms:
-            metrics, per_query = metrics_doc(arm_values(arm.name, corpora), {"stage": arm.stage, "scope": "corpus"})
+            retrieval: dict[str, Any] = {"stage": arm.stage, "scope": "corpus",
+                                         "embedding_text": arm.resolved_config()["embedding_text"]}
+            if arm.needs_reranker:
+                retrieval["reranker"] = RERANKER
+            metrics, per_query = metrics_doc(arm_values(arm.name, corpora), retrieval)
             files = {"metrics.json": dumps(metrics), "metrics.md": "# x\n", "per_query.json": dumps(per_query),
                      "runinfo.json": dumps({"elapsed_seconds": 1.0})}
             publish_arm(store, sweep_id, arm, config_hash(arm, STATE), files, state_identity=STATE)
@@ -110,9 +120,14 @@ def publish_sweep(root: Path, sweep_id: str, families: tuple[str, ...],
     return store
 
 
-def write_bench_run(folder: Path, scope: str, value: float) -> Path:
+def write_bench_run(folder: Path, scope: str, value: float, *, qmsum_only: bool = False,
+                    embedding_text: str = "header") -> Path:
+    """A stage-1 run scoring QMSum: on the default state (its index holds 8 files, 4 of them QMSum's),
+    or, ``qmsum_only``, on a state holding exactly the 4 QMSum files."""
     metrics, per_query = metrics_doc({q: value for q in ("q1", "q2", "q3", "q4")},
-                                     {"stage": "retrieve", "scope": scope, "size": 48, "backend": "embedded"})
+                                     {"stage": "retrieve", "scope": scope, "size": 48, "backend": "embedded",
+                                      "embedding_text": embedding_text})
+    metrics["index"].update(files=4 if qmsum_only else 8, embedding_text=embedding_text)
     folder.mkdir(parents=True)
     (folder / "metrics.json").write_text(dumps(metrics), encoding="utf-8")
     (folder / "per_query.json").write_text(dumps(per_query), encoding="utf-8")

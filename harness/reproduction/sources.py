@@ -147,10 +147,3 @@ def control_run(reader: Reader, inputs: ReproductionInputs, comparison: Comparis
         return None
     path = inputs.sweeps_root / "sweeps" / comparison.sweep_id / family / entry.control / "metrics.json"
     return reader.run(path) if path.is_file() else None
-
-
-def scope_run(runs: Sequence[Run], scope: str, corpus: str = "qmsum") -> tuple[Run | None, list[Run]]:
-    """The first bench run (by path) at --stage retrieve, the given --scope, scoring ``corpus``."""
-    matching = [r for r in runs if r.retrieval.get("stage") == "retrieve" and r.retrieval.get("scope") == scope
-                and r.has_rows(corpus)]
-    return (matching[0], matching[1:]) if matching else (None, [])
