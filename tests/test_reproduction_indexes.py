@@ -24,6 +24,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("var")
     publish_sweep(root, "budget-two", ("budget",))
     publish_sweep(root, "embedding-two", ("embedding",))
+    publish_sweep(root, "diversity-two", ("diversity",))
     bench = root / "bench"
     for scope in ("corpus", "gold-files"):
         write_bench_run(bench / f"scope-{scope}", scope, TWO_CORPUS[scope])
@@ -42,7 +43,7 @@ def section(page: str, title: str) -> str:
 
 
 def row(text: str, key: str) -> list[str]:
-    line = next(x for x in text.splitlines() if x.startswith(f"| {key} |"))
+    line = next(x for x in text.splitlines() if x.startswith(f"| {key} |") or x.startswith(f"| {key}: "))
     return [c.strip() for c in line.strip("|").split(" | ")]
 
 
@@ -90,3 +91,15 @@ def test_every_rerank_table_names_the_reranker_and_why_it_is_not_the_methodology
     assert ("reranker of every rerank row: `ragsweep reranker train` on all-MiniLM-L6-v2@sha256:53aa51172d142c89 "
             "(weights sha256 abababababab…): 300 steps, 4000 pairs from the synthetic corpus otsynth-v1+gen1.0.0 "
             "of seed 424242") in budget
+
+
+def test_the_families_the_methodology_did_not_measure_get_rows_of_their_own_outside_the_pooled_set(page: str) -> None:
+    arms = section(page, "per-arm Δ against the family control, all class nDCG@10")
+    assert row(arms, "embed-body")[1:4] == ["-0.0181 / —", "-0.0210 / —", "agree / —"]
+    assert row(arms, "rerank-48-12-4")[1:3] == ["-0.0194 / —", "-0.0780 / —"]
+    coefficients = section(page, "agreement coefficients, all class")
+    assert row(coefficients, "diversity")[0] == "diversity: not in the methodology"
+    assert row(coefficients, "diversity")[1] == "3 / —"
+    assert row(coefficients, "embedding")[1] == "1 / —"
+    # the pooled set stays the methodology's families (here only budget is measured): 8 arms, not 12
+    assert row(coefficients, "pooled")[1] == "**8 / 21 (-13)**"

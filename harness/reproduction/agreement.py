@@ -21,6 +21,9 @@ from harness.sweep.comparison import FamilyEntry
 from harness.sweep.results import ArmResults
 
 AGREEMENT_FAMILIES: tuple[str, ...] = ("fusion", "budget", "pool")
+# Families the methodology did not measure: each gets its own rows (never the pooled set, which stays the
+# methodology's three, so the pooled coefficients stay comparable).
+EXTRA_FAMILIES: tuple[str, ...] = ("diversity", "embedding")
 PAIR: tuple[str, str] = ("qmsum", "synthetic")
 STRUCTURAL_COLLAPSES: tuple[str, ...] = ("norm-minmax-geom", "norm-minmax-harm")
 
@@ -52,12 +55,13 @@ def family_results(family: Family, entry: FamilyEntry) -> list[ArmResults]:
     return [control, *results]
 
 
-def measured_families(chosen: Mapping[str, Comparison | None]) -> tuple[list[Family], list[ArmResults], list[str]]:
+def measured_families(chosen: Mapping[str, Comparison | None], names: Sequence[str] = AGREEMENT_FAMILIES
+                      ) -> tuple[list[Family], list[ArmResults], list[str]]:
     """The families measured on both corpora, their rebuilt results, and the names of the others."""
     families: list[Family] = []
     results: list[ArmResults] = []
     absent: list[str] = []
-    for name in AGREEMENT_FAMILIES:
+    for name in names:
         comparison = chosen.get(name)
         entry = None if comparison is None else comparison.doc.family(name)
         if comparison is None or entry is None or not set(PAIR) <= set(comparison.doc.corpora):
@@ -82,7 +86,14 @@ def agreement_tables(tables: Mapping[str, MethodologyTable], chosen: Mapping[str
                           "run `make sweep ARMS=all` with QMSum fetched")
         return dict.fromkeys(ids, why)
     docs = {cls: analyse(results, families, query_class=cls, corpora=list(PAIR)) for cls in ("all", "lookup")}
-    used = ", ".join(dict.fromkeys(f"`{c.path}`" for f in families if (c := chosen.get(f.name)) is not None))
+    extra, extra_results, extra_absent = measured_families(chosen, EXTRA_FAMILIES)
+    if extra:  # each its own set; analysed apart so the pooled set stays the methodology's families
+        for cls, doc in docs.items():
+            more = analyse(extra_results, extra, query_class=cls, corpora=list(PAIR))
+            doc["arms"] = [*doc["arms"], *more["arms"]]
+            doc["sets"] = [*doc["sets"], *(s for s in more["sets"] if s["set"] != POOLED)]
+    absent = [*absent, *extra_absent]
+    used = ", ".join(dict.fromkeys(f"`{c.path}`" for f in (*families, *extra) if (c := chosen.get(f.name)) is not None))
     notes = (f"not measured on both corpora, so left out: {', '.join(absent)}",) if absent else ()
     source = f"{used}, through harness.sweep.agreement.analyse (nDCG@10, Δ against each family's control)"
 
