@@ -13,6 +13,9 @@ Which results stand for which table:
 * the embedding table: the embedding family's comparison (header control, bare-body arm);
 * the rerank families' notes: each rerank arm's recorded reranker (:mod:`harness.reproduction.reranker`);
 * the BM25 domain table: the QMSum self-report beside those runs.
+* the Stage 4 tables: a bench run at --stage route and bench runs per answerer
+  (:mod:`harness.reproduction.stage4`);
+* the metric-library table: computed live on hand-built inputs (:mod:`harness.reproduction.libraries`).
 
 A table with none says so in one line naming what to run. The page lists every file it read.
 """
@@ -36,6 +39,8 @@ from harness.reproduction.derive import (
 )
 from harness.reproduction.explanations import EXPLANATIONS_FILE, explanations_text, load_explanations
 from harness.reproduction.indexes import STATES, embedding_table, gap_table, stage1_runs
+from harness.reproduction.libraries import TABLE_ID as LIBRARY_TABLE
+from harness.reproduction.libraries import library_table
 from harness.reproduction.methodology import (
     TABLES_FILE,
     MethodologyTable,
@@ -57,6 +62,7 @@ from harness.reproduction.sources import (
     control_run,
     self_report,
 )
+from harness.reproduction.stage4 import stage4_sections
 
 # family -> (its tables, the command that measures it)
 FAMILY_TABLES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -160,6 +166,9 @@ def build_page(inputs: ReproductionInputs, tables: MethodologyTables | None = No
         sections.append(Section(f"The {family} family", family_results))
     agreement = agreement_tables({t.id: t for t in tables.tables}, chosen)
     sections.append(Section("Do the two corpora agree?", [compared(t, ours) for t, ours in agreement.items()]))
+    sections += stage4_sections(tables, reader, runs, inputs.bench_dir, compared)
+    sections.append(Section("Metric implementation: libraries on the same input",
+                            [compared(LIBRARY_TABLE, library_table(tables.table(LIBRARY_TABLE)))]))
 
     sources = (*reader.read.values(), _package_file(TABLES_FILE, tables_text()),
                _package_file(EXPLANATIONS_FILE, explanations_text()))

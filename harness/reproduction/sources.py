@@ -6,7 +6,9 @@
   read with :func:`harness.report.results.read_metrics`;
 * the metrics.json of the fusion control of the chosen fusion sweep, for the corpus tables;
 * ``DIR/qmsum-bm25.json``: ``ragsweep corpus report qmsum --json`` (``make scopes`` writes it),
-  read with :func:`harness.corpora.selfreport.read_self_report`.
+  read with :func:`harness.corpora.selfreport.read_self_report`;
+* the per_query.json beside the route run (each query's corpus and class, for the Stage 4 tables),
+  read with :func:`harness.report.results.read_per_query`.
 
 Every file read is recorded with its sha256 (of the bytes), in the order the page uses them. A
 file that does not parse or does not fit its model stops everything with one line naming it
@@ -24,7 +26,7 @@ from typing import Any
 from harness.corpora.selfreport import SelfReport, read_self_report
 from harness.errors import UsageError
 from harness.inputfiles import parse_json_input, read_input_text
-from harness.report.results import MetricsDoc, read_metrics
+from harness.report.results import MetricsDoc, PerQueryDoc, read_metrics, read_per_query
 from harness.sweep.comparison import ComparisonDoc, read_comparison
 
 
@@ -88,6 +90,9 @@ class Reader:
 
     def self_report(self, path: Path) -> SelfReport:
         return read_self_report(self._json(path), str(path))
+
+    def per_query(self, path: Path) -> PerQueryDoc:
+        return read_per_query(self._json(path), str(path))
 
 
 SELF_REPORT_FILE = "qmsum-bm25.json"
