@@ -214,9 +214,16 @@ def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_quoted() -> Non
     server, port = _serve(_AuthNode)
     try:
         assert client(f"http://ragsweep:s3cr3tPW@127.0.0.1:{port}", Clock()).version() == "3.6.0"
-        with pytest.raises(IntegrityError, match="HTTP 401"):
-            client(f"http://127.0.0.1:{port}", Clock()).request("GET", "/")
+        clock = Clock()
+        with pytest.raises(UsageError, match=rf"^OpenSearch at http://127.0.0.1:{port} refused GET / \(HTTP 401: "
+                                             r'\{"error":"unauthorized"\}\): the node asks for credentials and the '
+                                             r"URL carries none \(https://USER:PASSWORD@host:9200; "):
+            client(f"http://127.0.0.1:{port}", clock).request("GET", "/")
         assert _AuthNode.seen[0] is not None and _AuthNode.seen[1] is None  # no URL credentials: no header
+        with pytest.raises(UsageError, match=r"^OpenSearch at http://\*\*\*@127.0.0.1:\d+ refused GET / \(HTTP 401: .*"
+                                             r"\): the user and password in the URL were not accepted$") as wrong:
+            client(f"http://ragsweep:wrongPW@127.0.0.1:{port}", clock).request("GET", "/")
+        assert "wrongPW" not in str(wrong.value) and clock.sleeps == []  # a refusal is not retried
     finally:
         server.shutdown()
         server.server_close()
@@ -252,11 +259,31 @@ def test_https_verifies_the_node_against_the_ca_in_ssl_cert_file(tmp_path: Path,
     try:
         monkeypatch.delenv("SSL_CERT_DIR", raising=False)
         monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-        with pytest.raises(UsageError, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify failed") as refused:
-            client(url, Clock(), deadline=0.2).request("GET", "/")
+        clock = Clock()
+        with pytest.raises(UsageError, match=r"^OpenSearch at https://\*\*\*@127.0.0.1:\d+: TLS failed on GET / \(.*"
+                                             r"(CERTIFICATE_VERIFY_FAILED|certificate verify failed)") as refused:
+            client(url, clock).request("GET", "/")
         assert "s3cr3tPW" not in str(refused.value) and _AuthNode.seen == []
+        assert clock.sleeps == []  # an unknown CA stays unknown: not retried
         monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.crt"))
         assert client(url, Clock()).version() == "3.6.0"
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_proxy_page_is_quoted_by_its_title_and_http_to_its_tls_port_says_use_https(node: tuple[Node, str]) -> None:
+    """nginx (a release's OpenSearch proxy) answers in HTML: a message quotes the page's title, one line, and its
+    answer to plain HTTP on its TLS port says what to do."""
+    state, url = node
+    page = b"<html>\r\n<head><title>401 Authorization Required</title></head>\r\n<body>\r\n<hr><center>nginx</center>"
+    plain = (b"<html>\r\n<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>\r\n"
+             b"<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n</body>\r\n</html>\r\n")
+    state.answers = [(401, page), (400, plain), (502, page.replace(b"401 Authorization Required", b"502 Bad Gateway"))]
+    with pytest.raises(UsageError, match=r"\(HTTP 401: 401 Authorization Required\): the node asks for credentials"):
+        client(url, Clock()).request("GET", "/")
+    with pytest.raises(UsageError, match=r"^OpenSearch at http://127.0.0.1:\d+/? speaks TLS on that port \(HTTP 400: "
+                                         r"400 The plain HTTP request was sent to HTTPS port\): use an https:// URL$"):
+        client(url, Clock()).request("GET", "/")
+    with pytest.raises(IntegrityError, match=r"^OpenSearch PUT /ix -> HTTP 502: 502 Bad Gateway$"):
+        client(url, Clock()).request("PUT", "/ix", {})

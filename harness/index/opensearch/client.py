@@ -12,12 +12,15 @@ Credentials, where a node asks for them, travel in the URL as ``https://USER:PAS
 with ``$(VAR)`` references, so neither a pod spec nor a command line holds it); the CA that signed
 the node's certificate is opensearch-py's default, ``SSL_CERT_FILE`` before certifi's bundle. Nothing
 this client writes (errors, logs) names the password: messages use ``where``, the URL without it.
-A URL with neither (the loopback stack's ``http://127.0.0.1:9200``) is plain HTTP, as before.
+A URL with neither (the loopback stack's ``http://127.0.0.1:9200``) is plain HTTP, as before. A chart
+release's OpenSearch asks for both (its pod's nginx, docs/kubernetes.md): a refusal (401/403), ``http://`` to
+its TLS port and a failed TLS handshake are each one line and a usage error (exit 2), never retried.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -33,6 +36,8 @@ URL_ENV = "RAGSWEEP_OPENSEARCH_URL"
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
 _BASE_S, _CAP_S = 0.1, 2.0  # the first retry waits 0.1s, doubling to at most 2s
 _EVERY_STATUS = range(100, 600)  # the connection raises on none: statuses are judged here
+_HTML_TITLE = re.compile(r"<title>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_PLAIN_TO_TLS = "plain HTTP request was sent to HTTPS port"  # nginx's answer to http:// on its TLS port
 
 
 class _HttpStatus(Exception):
@@ -106,9 +111,28 @@ class OpenSearchClient:
         if isinstance(error, _HttpStatus):
             if error.status == 404 and missing_ok:
                 return None
-            raise IntegrityError(f"OpenSearch {method} {path} -> HTTP {error.status}: {error.text[:2000]}") from error
+            text = _quotable(error.text)
+            if error.status in (401, 403):
+                raise UsageError(f"OpenSearch at {self.where} refused {method} {path} (HTTP {error.status}: {text}): "
+                                 f"{self._credentials_hint(error.status)}") from error
+            if error.status == 400 and _PLAIN_TO_TLS in text:
+                raise UsageError(f"OpenSearch at {self.where} speaks TLS on that port (HTTP 400: {text}): "
+                                 "use an https:// URL") from error
+            raise IntegrityError(f"OpenSearch {method} {path} -> HTTP {error.status}: {text}") from error
+        if _tls_failed(error):
+            raise UsageError(f"OpenSearch at {self.where}: TLS failed on {method} {path} ({_reason(error)}); an "
+                             "https:// URL needs a node that speaks TLS, with a certificate for the URL's host signed "
+                             "by a CA in SSL_CERT_FILE (a release's pods mount its CA there)") from error
         raise UsageError(f"OpenSearch at {self.where} did not answer {method} {path} ({_reason(error)}); "
                          "is the stack up? (make stack-up)") from error
+
+    def _credentials_hint(self, status: int) -> str:
+        if status == 403:
+            return "the user in the URL may not do that"
+        if "@" not in urlsplit(self.url).netloc:
+            return ("the node asks for credentials and the URL carries none "
+                    "(https://USER:PASSWORD@host:9200; a release's pods get them from its Secret)")
+        return "the user and password in the URL were not accepted"
 
     def version(self) -> str:
         return str(self.request("GET", "/")["version"]["number"])
@@ -123,7 +147,23 @@ def _without_credentials(url: str) -> str:
 
 
 def _transient(error: BaseException) -> bool:
-    return (isinstance(error, _HttpStatus) and error.status in _RETRY_STATUSES) or _unanswered(error)
+    # a failed TLS handshake (an unknown CA, a name the certificate lacks, TLS to a plain port) fails the same way
+    # every time: not retried
+    return (isinstance(error, _HttpStatus) and error.status in _RETRY_STATUSES) or (
+        _unanswered(error) and not _tls_failed(error))
+
+
+def _tls_failed(error: BaseException) -> bool:
+    from opensearchpy.exceptions import SSLError
+
+    return isinstance(error, SSLError)
+
+
+def _quotable(text: str) -> str:
+    """A node's error body as a message may quote it: an HTML page (a proxy's, e.g. nginx's 401 page) by its
+    title, anything else (OpenSearch's JSON) as sent, up to 2,000 characters."""
+    title = _HTML_TITLE.search(text) if text.lstrip()[:1] == "<" else None
+    return " ".join(title.group(1).split()) if title else text[:2000]
 
 
 def _unanswered(error: BaseException) -> bool:
