@@ -161,7 +161,8 @@ def composition_table(table: MethodologyTable, run: Run) -> TableOurs:
         "turns": _count(composition, "turns", "turn count"),
         "files_with_real_timings": _count(composition, "files_with_real_timings", "real-timings count"),
     }
-    unrecorded = Missing("per-domain real timings are not in metrics.json")
+    unrecorded = Missing("real AMI/ICSI word timings are outside the project: the AMI and ICSI corpora cannot be "
+                         "fetched here, so no QMSum meeting is aligned to real timings and none is counted per domain")
     rows = {row.key: {"value": values.get(row.key, unrecorded)} for row in table.rows}
     return TableOurs(rows=rows, source=f"`{run.path}` (its qmsum corpus block)")
 
