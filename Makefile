@@ -45,7 +45,7 @@ RERANKER_DIR ?= $(VAR)/rerankers/synth-train
 WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench bench-growth bench-catalogue bench-cold scopes ablation reranker reproduction reproduction-full baselines-check clean
+.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench bench-growth bench-catalogue bench-cold scopes ablation reranker reproduction reproduction-full baselines-check reproduction-check clean
 
 include Makefile.stack
 include Makefile.k8s
@@ -204,6 +204,14 @@ reproduction-results: $(STATE)/state.json $(RERANKER_DIR)/ragsweep-reranker.json
 
 baselines-check: $(STAMP) ## re-derive every re-derivable baseline and compare byte for byte (CI=1: the ci ones)
 	$(PY) -m jobs.baselines check $(if $(CI),--ci)
+
+# The committed QMSum stage-1 control (baselines/qmsum-stage1-control): both scopes re-derived on the default state
+# into var/reproduction-check, every cell compared: exact on the identity it was derived on, within its tolerance
+# on another identity of the same claim; another claim is refused (exit 5).
+reproduction-check: $(if $(QMSUM_FLAG),$(STATE)/state.json) ## re-derive the QMSum stage-1 control on the default state and compare every cell (exact on the same identity)
+	@test -n "$(QMSUM_FLAG)" || { echo "make reproduction-check scores QMSum: fetch it into $(QMSUM) first (make qmsum; docs/corpora.md)"; exit 2; }
+	$(RAGSWEEP) report reproduction-check --expected baselines/qmsum-stage1-control/expected.json --state $(STATE) \
+	  --workers $(WORKERS) --work $(VAR)/reproduction-check
 
 clean: ## remove generated corpora, states and sweeps (keeps .venv)
 	rm -rf $(VAR)
