@@ -45,7 +45,7 @@ RERANKER_DIR ?= $(VAR)/rerankers/synth-train
 WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench bench-growth bench-catalogue bench-cold scopes ablation reranker reproduction reproduction-full baselines-check reproduction-check clean
+.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench bench-growth bench-catalogue bench-cold scopes ablation stage4 reranker reproduction reproduction-full baselines-check reproduction-check clean
 
 include Makefile.stack
 include Makefile.k8s
@@ -178,6 +178,15 @@ ablation: $(QMSUM_ONLY)-header/state.json $(QMSUM_ONLY)-body/state.json ## the s
 	    --workers $(WORKERS) --control-name qmsum-only-$$text-$$scope --out $$out || exit $$?; \
 	done; done
 
+# The Stage 4 runs on the default state: the router in the loop (its digest leg and confusion) and the three
+# answerers over the synthetic aggregation class.
+stage4: $(STATE)/state.json ## the Stage 4 runs: --stage route and the none/product/reference answerers, into var/bench (for make reproduction)
+	$(RAGSWEEP) bench --state $(STATE) --stage route --workers $(WORKERS) --control-name route --out $(VAR)/bench/route
+	for answerer in none product reference; do \
+	  $(RAGSWEEP) bench --state $(STATE) --corpus synthetic --answerer $$answerer --workers $(WORKERS) \
+	    --control-name answers-$$answerer --out $(VAR)/bench/answers-$$answerer || exit $$?; \
+	done
+
 $(RERANKER_DIR)/ragsweep-reranker.json: | $(STAMP)
 	$(RAGSWEEP) reranker train --out $(RERANKER_DIR) --force
 
@@ -200,7 +209,7 @@ reproduction-results: $(STATE)/state.json $(RERANKER_DIR)/ragsweep-reranker.json
 	$(RAGSWEEP) sweep run --state $(STATE) --arms fusion,budget,pool,diversity --executor local --workers $(WORKERS) \
 	  --out $(VAR) --reranker $(RERANKER_DIR)
 	$(MAKE) --no-print-directory sweep-local ARMS=embedding
-	$(MAKE) --no-print-directory scopes ablation
+	$(MAKE) --no-print-directory scopes ablation stage4
 
 baselines-check: $(STAMP) ## re-derive every re-derivable baseline and compare byte for byte (CI=1: the ci ones)
 	$(PY) -m jobs.baselines check $(if $(CI),--ci)
