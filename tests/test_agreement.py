@@ -327,6 +327,43 @@ def test_versus_compares_one_corpus_across_two_sweeps(tmp_path: Path, capsys: py
         run_command(["--manifest", str(catalogue), "--versus", "x"], capsys)
 
 
+def test_versus_over_two_corpora_gives_one_analysis_per_corpus(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The two-corpus state's embedded and stack sweeps share two corpora: each is compared apart, none pooled."""
+    store = LocalFolderStore(tmp_path / "store")
+    arms = [Arm(name="ctl", family="f", axis="control"), Arm(name="a", family="f", axis="knob"),
+            Arm(name="b", family="f", axis="knob"), Arm(name="c", family="f", axis="knob")]
+    # per corpus: (embedded, stack) values; qmsum's backends order a and b the same way, synthetic's oppositely
+    values = {"qmsum": ({"ctl": 0.1, "a": 0.12, "b": 0.11, "c": 0.09}, {"ctl": 0.1, "a": 0.13, "b": 0.11, "c": 0.08}),
+              "synthetic": ({"ctl": 0.5, "a": 0.52, "b": 0.51, "c": 0.49},
+                            {"ctl": 0.5, "a": 0.51, "b": 0.52, "c": 0.49})}
+    for side, (sweep, backend) in enumerate((("s-emb", "embedded"), ("s-stack", "stack"))):
+        for arm in arms:
+            cells = {(corpus, "all"): pair[side][arm.name] for corpus, pair in values.items()}
+            doc = {**metrics(cells), "retrieval": {"backend": backend}}
+            files = {"metrics.json": dumps(doc), "metrics.md": "", "runinfo.json": "{}\n",
+                     "per_query.json": dumps({"schema": "ragsweep.per_query/1", "queries": {}})}
+            publish_arm(store, sweep, arm, config_hash(arm, backend), files, state_identity=backend)
+    catalogue = tmp_path / "catalogue.json"
+    catalogue.write_text(json.dumps({"schema": "ragsweep.catalogue/1", "families": [
+        {"name": "f", "control": "ctl", "arms": [{"name": a.name, "axis": a.axis} for a in arms]}]}))
+    base = ["--sweep", str(tmp_path / "store"), "--sweep-id", "s-emb", "--versus", "s-stack", "--catalogue",
+            str(catalogue)]
+    out = json.loads(run_command([*base, "--json"], capsys))
+    assert out["schema"] == "ragsweep.agreement-versus/1" and list(out["per_corpus"]) == ["qmsum", "synthetic"]
+    qmsum, synthetic = out["per_corpus"]["qmsum"], out["per_corpus"]["synthetic"]
+    assert qmsum["corpora"] == {"first": "embedded", "second": "stack"}
+    assert [(a["arm"], a["first"], a["second"]) for a in qmsum["arms"]] == [
+        ("a", pytest.approx(0.02), pytest.approx(0.03)), ("b", pytest.approx(0.01), pytest.approx(0.01)),
+        ("c", pytest.approx(-0.01), pytest.approx(-0.02))]
+    assert qmsum["sets"][0]["coefficients"]["kendall_tau_b"] == pytest.approx(1.0)
+    assert synthetic["sets"][0]["coefficients"]["kendall_tau_b"] == pytest.approx(1 / 3)
+    text = run_command(base, capsys)
+    assert "## corpus qmsum" in text and "## corpus synthetic" in text
+    one = json.loads(run_command([*base, "--corpus", "synthetic", "--json"], capsys))
+    assert one["sets"][0]["coefficients"]["kendall_tau_b"] == pytest.approx(1 / 3)
+
+
 def test_only_the_families_a_sweep_ran_are_reported() -> None:
     from harness.sweep.agreement import ran_families
 

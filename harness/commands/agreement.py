@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from harness.errors import UsageError
 
 CLASSES = ("all", "lookup", "summarize", "multi_file", "aggregation")
+# ``--versus --json`` over several corpora: one analysis per corpus, keyed by its name.
+VERSUS_SCHEMA = "ragsweep.agreement-versus/1"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--versus", metavar="SWEEP_ID",
                         help="with --sweep/--sweep-id: compare the same arms in a second sweep under --sweep on one "
                              "corpus (e.g. the embedded and the stack backend) instead of two corpora in one sweep")
-    source.add_argument("--corpus", help="with --versus: the corpus compared (default: the one both sweeps measured)")
+    source.add_argument("--corpus", help="with --versus: the corpus compared (default: every corpus both sweeps "
+                                         "measured, one analysis each)")
     source.add_argument("--catalogue", type=Path, metavar="MANIFEST",
                         help="with --sweep: the families the sweep ran, if not the built-in catalogue")
     source.add_argument("--manifest", type=Path, metavar="F",
@@ -52,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         render_agreement,
         results_from_manifest,
         results_from_store,
+        shared_corpora,
     )
     from harness.sweep.catalogue import CATALOGUE
     from harness.sweep.manifest import emit_manifest, load_manifest
@@ -74,21 +79,40 @@ def run(args: argparse.Namespace) -> int:
         other = results_from_store(LocalFolderStore(args.sweep), args.versus, catalogue) if args.versus else []
         catalogue = ran_families(catalogue, [*results, *other])
         if args.versus:
-            results, labels, corpus = pair_sweeps(results, other, (args.sweep_id, args.versus), args.corpus)
             if args.corpora:
                 raise UsageError("--corpora compares two corpora in one sweep; with --versus name one --corpus")
-            args.corpora = ",".join(labels)
-            print(f"# {args.sweep_id} ({labels[0]}) versus {args.versus} ({labels[1]}), corpus {corpus}",
-                  file=sys.stderr)
+            # One analysis per corpus both sweeps measured (or the one --corpus names): the backends compared
+            # on each corpus apart, never pooled across corpora.
+            names: list[str | None] = [args.corpus] if args.corpus else [*shared_corpora(results, other)] or [None]
+            docs: dict[str, Any] = {}
+            for name in names:
+                paired, labels, corpus = pair_sweeps(results, other, (args.sweep_id, args.versus), name)
+                print(f"# {args.sweep_id} ({labels[0]}) versus {args.versus} ({labels[1]}), corpus {corpus}",
+                      file=sys.stderr)
+                docs[corpus] = analyse(paired, catalogue.families, query_class=args.query_class,
+                                       measure=parse_measure(args.measure).name, drop=args.drop,
+                                       exclude_inert=args.exclude_inert, relative=args.relative,
+                                       corpora=list(labels))
+            if len(docs) == 1:
+                return _print(next(iter(docs.values())), args.json)
+            if args.json:
+                sys.stdout.write(dumps({"schema": VERSUS_SCHEMA, "per_corpus": docs}))
+            else:
+                sys.stdout.write("\n".join(f"## corpus {c}\n\n{render_agreement(d)}" for c, d in docs.items()))
+            return 0
     else:
         raise UsageError("name the arms: --sweep DIR --sweep-id ID, or --manifest F (see --emit-manifest)")
     corpora = [c.strip() for c in args.corpora.split(",")] if args.corpora else None
     doc = analyse(results, catalogue.families, query_class=args.query_class,
                   measure=parse_measure(args.measure).name, drop=args.drop, exclude_inert=args.exclude_inert,
                   relative=args.relative, corpora=corpora)
-    if args.json:
-        sys.stdout.write(dumps(doc))
-    else:
-        sys.stdout.write(render_agreement(doc))
+    return _print(doc, args.json)
+
+
+def _print(doc: dict[str, Any], as_json: bool) -> int:
+    from harness.report.files import dumps
+    from harness.sweep.agreement import render_agreement
+
+    sys.stdout.write(dumps(doc) if as_json else render_agreement(doc))
     return 0
 

@@ -160,6 +160,12 @@ def _backend_of(results: Sequence[ArmResults]) -> str | None:
     return None
 
 
+def shared_corpora(first: Sequence[ArmResults], second: Sequence[ArmResults]) -> list[str]:
+    """The corpora some complete arm measured in each of two sweeps, in name order."""
+    return sorted({c for r in first if r.complete for c in r.corpora}
+                  & {c for r in second if r.complete for c in r.corpora})
+
+
 def pair_sweeps(first: Sequence[ArmResults], second: Sequence[ArmResults], ids: tuple[str, str],
                 corpus: str | None = None) -> tuple[list[ArmResults], tuple[str, str], str]:
     """Two sweeps of the same arms on one corpus, as one result set whose two "sides" are the sweeps.
@@ -168,8 +174,7 @@ def pair_sweeps(first: Sequence[ArmResults], second: Sequence[ArmResults], ids: 
     embedded-versus-stack comparison), else by the sweep ids. An arm counts only when it is
     complete in both sweeps; otherwise it is reported as not measured, with which side lacks it.
     """
-    shared = sorted({c for r in first if r.complete for c in r.corpora}
-                    & {c for r in second if r.complete for c in r.corpora})
+    shared = shared_corpora(first, second)
     if corpus is None:
         if len(shared) != 1:
             raise UsageError(f"the two sweeps share {len(shared)} corpora ({', '.join(shared) or 'none'}); "
