@@ -6,7 +6,8 @@ controller counts), the ``app.kubernetes.io/*`` labels and ``ragsweep.io/sweep-i
 ``/family`` and ``/arm`` (label-safe; the exact values are annotations). The image is
 referenced by digest. The container runs ``python -m jobs.arm`` with no arguments: every
 input is one of that entrypoint's RAGSWEEP_* environment twins, and credentials enter only
-through ``secretKeyRef``. A legs Job (``python -m jobs.legs``, on a CPU node) fetches a group's
+through ``secretKeyRef`` (harness.sweep.k8s.env; with OpenSearch's CA file where it speaks TLS).
+A legs Job (``python -m jobs.legs``, on a CPU node) fetches a group's
 shared legs once and publishes them; the group's arm Jobs are told where (``RAGSWEEP_LEGS``). A
 scores Job (``python -m jobs.scores``, on a GPU node) scores one part of a group's cross-encoder
 pairs and publishes them; the group's rerank arm Jobs are told where (``RAGSWEEP_SCORES``).
@@ -31,6 +32,8 @@ from kubernetes import client as k
 
 from harness.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_LICENCE, EXIT_REFUSED, EXIT_USAGE, EXIT_VALIDATION
 from harness.sweep.catalogue import Arm
+from harness.sweep.k8s.env import SCRATCH, ca_volume, runtime_env, service_env, store_env
+from harness.sweep.k8s.env import plain as _env
 from harness.sweep.k8s.settings import LauncherSettings, PodShape, rerank_scorer, whole_cores
 
 APP_NAME = "ragsweep"
@@ -51,7 +54,6 @@ SCORES_COMMAND = (PYTHON, "-m", "jobs.scores")
 SCORES_CONTAINER = "scores"
 COLLECT_COMMAND = (PYTHON, "-m", "jobs.collect")
 SYNC_COMMAND = (PYTHON, "-m", "jobs.sync", "pull")
-SCRATCH = "/tmp"
 RERANK_CACHE = f"{SCRATCH}/rerank-cache"
 UID = 10001
 
@@ -121,39 +123,6 @@ def arm_json(arm: Arm | Sequence[Arm]) -> str:
     return json.dumps([a.model_dump(exclude_none=True) for a in arm])
 
 
-def _env(name: str, value: str) -> k.V1EnvVar:
-    return k.V1EnvVar(name=name, value=value)
-
-
-def store_env(settings: LauncherSettings) -> list[k.V1EnvVar]:
-    """The object store, its endpoint and its credentials (by reference only)."""
-    env = [_env("RAGSWEEP_STORE", settings.store)]
-    if settings.s3_endpoint:
-        env.append(_env("RAGSWEEP_S3_ENDPOINT", settings.s3_endpoint))
-    env.append(_env("AWS_DEFAULT_REGION", settings.region))
-    if settings.credentials is not None:
-        for var, ref in (("AWS_ACCESS_KEY_ID", settings.credentials.access_key_id),
-                         ("AWS_SECRET_ACCESS_KEY", settings.credentials.secret_access_key)):
-            env.append(k.V1EnvVar(name=var, value_from=k.V1EnvVarSource(
-                secret_key_ref=k.V1SecretKeySelector(name=ref.name, key=ref.key))))
-    return env
-
-
-def service_env(settings: LauncherSettings) -> list[k.V1EnvVar]:
-    """The release's service settings (plain) and the secrets they need (by reference)."""
-    env = [_env(name, value) for name, value in sorted(settings.extra_env.items())]
-    env += [k.V1EnvVar(name=s.name, value_from=k.V1EnvVarSource(secret_key_ref=k.V1SecretKeySelector(
-        name=s.secret, key=s.key))) for s in settings.secret_env]
-    return env
-
-
-def _runtime_env() -> list[k.V1EnvVar]:
-    # The root filesystem is read-only: caches go to the scratch volume, and nothing may
-    # reach a model hub (the embedding model is baked into the image).
-    return [_env("HF_HUB_OFFLINE", "1"), _env("TRANSFORMERS_OFFLINE", "1"),
-            _env("XDG_CACHE_HOME", f"{SCRATCH}/cache"), _env("MPLCONFIGDIR", f"{SCRATCH}/matplotlib")]
-
-
 def arm_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str, *, legs: str | None = None,
             reranker: bool | None = None, scores: Sequence[str] = (), cache: bool = True) -> list[k.V1EnvVar]:
     """jobs.arm's environment twins, in its own order, then the store and runtime settings. ``legs``: the
@@ -184,7 +153,7 @@ def arm_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str,
     if scores:
         env.append(_env("RAGSWEEP_SCORES", ",".join(scores)))
     env += [e for e in store_env(settings) if e.name != "RAGSWEEP_STORE"]
-    return env + service_env(settings) + _runtime_env()
+    return env + service_env(settings) + runtime_env()
 
 
 def _security_context() -> k.V1SecurityContext:
@@ -272,7 +241,8 @@ def _job(name: str, job_labels: dict[str, str], annotations: dict[str, str], sha
 
 def _state_volumes(settings: LauncherSettings, image: str, shape: PodShape) -> tuple[
         list[k.V1Container], list[k.V1Volume], list[k.V1VolumeMount]]:
-    """The fetch-state init container, the state and scratch volumes, and the main container's mounts."""
+    """The fetch-state init container, the state and scratch volumes (and OpenSearch's CA, which the main
+    container's SSL_CERT_FILE names), and the main container's mounts."""
     state_mount = k.V1VolumeMount(name="state", mount_path=settings.state_path)
     init = [_sync_container(settings, image, "fetch-state", settings.state_key, settings.state_path, state_mount,
                             shape)]
@@ -283,7 +253,8 @@ def _state_volumes(settings: LauncherSettings, image: str, shape: PodShape) -> t
     # own emptyDir, filled by fetch-state; nothing leaves it.
     mounts = [k.V1VolumeMount(name="state", mount_path=settings.state_path),
               k.V1VolumeMount(name="scratch", mount_path=SCRATCH)]
-    return init, volumes, mounts
+    ca_volumes, ca_mounts = ca_volume(settings)
+    return init, volumes + ca_volumes, mounts + ca_mounts
 
 
 def build_legs_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: str, name: str, legs: str) -> k.V1Job:
@@ -377,7 +348,7 @@ def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, rerank
 def build_collector_job(settings: LauncherSettings, sweep_id: str, selector: str) -> k.V1Job:
     """The collector: ``python -m jobs.collect`` over the sweep's artefacts, on a CPU node."""
     env = [_env("RAGSWEEP_SWEEP_ID", sweep_id), _env("RAGSWEEP_ARMS", selector), *store_env(settings),
-           *_runtime_env()]
+           *runtime_env()]
     container = k.V1Container(
         name=COLLECTOR_CONTAINER, image=settings.images.cpu, image_pull_policy=settings.image_pull_policy,
         command=list(COLLECT_COMMAND), env=env, resources=_resources(settings.collector.resources),

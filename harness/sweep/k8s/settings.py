@@ -1,7 +1,8 @@
 """What the launcher needs to know about a release, as the chart writes it.
 
 The chart renders ``<release>-launcher`` (a ConfigMap, key ``settings.json``) from its values:
-image digests, the in-cluster object store, the name and keys of the credentials Secret,
+image digests, the in-cluster object store, the name and keys of the credentials Secret, the Secret
+holding the CA of OpenSearch's certificate,
 the service accounts the arm and collector pods run as, placement (CPU and GPU), resources and the Job
 policy (backoffLimit, activeDeadlineSeconds, ttlSecondsAfterFinished). The launcher reads it
 and builds Jobs that agree with the release, so no value is typed twice. No credential is
@@ -46,6 +47,14 @@ class SecretEnv(_Model):
     """An environment variable whose value is a key of a Secret (e.g. PGPASSWORD)."""
 
     name: str = Field(min_length=1)
+    secret: str = Field(min_length=1)
+    key: str = Field(min_length=1)
+
+
+class CaFile(_Model):
+    """The CA that signed the release's OpenSearch certificate: a key of a Secret (the chart's
+    ``<release>-opensearch-ca``, or ca.crt of an existing TLS Secret), mounted as a file."""
+
     secret: str = Field(min_length=1)
     key: str = Field(min_length=1)
 
@@ -107,6 +116,8 @@ class LauncherSettings(_Model):
     # its password, the k-NN engine), and the secrets they need, by reference.
     extra_env: dict[str, str] = Field(default_factory=dict)
     secret_env: tuple[SecretEnv, ...] = ()
+    # OpenSearch behind TLS (the chart's opensearch.tls.enabled): the CA its clients trust; None: plain HTTP
+    opensearch_ca: CaFile | None = None
     state_path: str = "/var/lib/ragsweep/state"
     state_key: str = "state/state.tar.gz"
     reranker_path: str = "/var/lib/ragsweep/reranker"
