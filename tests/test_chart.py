@@ -175,25 +175,29 @@ EXPECTED_EGRESS: dict[str, frozenset[str]] = {
     "collector": frozenset({"object-store"}),
     "test": frozenset({"opensearch", "postgresql", "redis", "object-store"}),
 }
-# (component, container) -> the credentials it may reference, by role; anything more or less fails.
+# (component, container) -> the credentials it may reference (secretKeyRef, or a Secret's key in a volume it
+# mounts), by role; anything more or less fails. The os-* roles are OpenSearch's (opensearch.tls.enabled): its
+# password, the CA its clients trust, and what only its nginx sees (certificate, key, htpasswd line).
+_OS_CLIENT = frozenset({"os-password", "os-ca"})
 EXPECTED_CREDENTIALS: dict[tuple[str, str], frozenset[str]] = {
     ("opensearch", "opensearch"): frozenset(),
+    ("opensearch", "proxy"): frozenset({"os-cert", "os-key", "os-htpasswd"}),
     ("postgresql", "postgresql"): frozenset({"pg"}),
     ("redis", "redis"): frozenset({"redis"}),
     ("object-store", "bucket"): frozenset(),
     ("object-store", "s3"): frozenset({"s3-id", "s3-secret"}),
-    ("worker-embedding", "worker"): frozenset({"s3-id", "s3-secret", "pg", "redis"}),
-    ("worker-cpu", "worker"): frozenset({"s3-id", "s3-secret", "pg", "redis"}),
+    ("worker-embedding", "worker"): frozenset({"s3-id", "s3-secret", "pg", "redis"}) | _OS_CLIENT,
+    ("worker-cpu", "worker"): frozenset({"s3-id", "s3-secret", "pg", "redis"}) | _OS_CLIENT,
     ("injector", "fetch-corpora"): frozenset({"s3-id", "s3-secret"}),
-    ("injector", "build-state"): frozenset({"s3-id", "s3-secret", "pg", "redis"}),
+    ("injector", "build-state"): frozenset({"s3-id", "s3-secret", "pg", "redis"}) | _OS_CLIENT,
     ("injector", "publish-state"): frozenset({"s3-id", "s3-secret"}),
     ("arm", "fetch-state"): frozenset({"s3-id", "s3-secret"}),
     ("arm", "fetch-reranker"): frozenset({"s3-id", "s3-secret"}),
-    ("arm", "arm"): frozenset({"s3-id", "s3-secret", "pg"}),
-    ("arm", "legs"): frozenset({"s3-id", "s3-secret", "pg"}),  # a legs Job: the arm's environment
-    ("arm", "scores"): frozenset({"s3-id", "s3-secret", "pg"}),  # a scores Job: the arm's environment
+    ("arm", "arm"): frozenset({"s3-id", "s3-secret", "pg"}) | _OS_CLIENT,
+    ("arm", "legs"): frozenset({"s3-id", "s3-secret", "pg"}) | _OS_CLIENT,  # a legs Job: the arm's environment
+    ("arm", "scores"): frozenset({"s3-id", "s3-secret", "pg"}) | _OS_CLIENT,  # a scores Job: the arm's env
     ("collector", "collector"): frozenset({"s3-id", "s3-secret"}),
-    ("test", "opensearch"): frozenset(),
+    ("test", "opensearch"): _OS_CLIENT,
     ("test", "postgresql"): frozenset(),
     ("test", "redis"): frozenset({"redis"}),
     ("test", "object-store"): frozenset({"s3-id", "s3-secret"}),
@@ -392,13 +396,42 @@ def test_external_cidrs_are_refused_for_the_internal_store() -> None:
         in result.stderr, result.stderr
 
 
+def _tls(path: Path) -> bool:
+    return bool(_values(path)["opensearch"]["tls"]["enabled"])
+
+
 def _secret_roles(path: Path) -> dict[tuple[str, str], str]:
     values = _values(path)
-    pg, redis, store = values["postgresql"], values["redis"], values["objectStore"]
+    pg, redis, store, search = values["postgresql"], values["redis"], values["objectStore"], values["opensearch"]
     s3 = store["existingSecret"] or "rs-ragsweep-object-store"
+    tls = search["tls"]["existingSecret"] or "rs-ragsweep-opensearch-tls"
+    auth = search["auth"]["existingSecret"] or "rs-ragsweep-opensearch-auth"
+    ca = search["tls"]["existingSecret"] or "rs-ragsweep-opensearch-ca"
     return {(pg["existingSecret"] or "rs-ragsweep-postgresql", pg["passwordKey"]): "pg",
             (redis["existingSecret"] or "rs-ragsweep-redis", redis["passwordKey"]): "redis",
-            (s3, store["accessKeyIdKey"]): "s3-id", (s3, store["secretAccessKeyKey"]): "s3-secret"}
+            (s3, store["accessKeyIdKey"]): "s3-id", (s3, store["secretAccessKeyKey"]): "s3-secret",
+            (auth, search["auth"]["passwordKey"]): "os-password", (auth, search["auth"]["htpasswdKey"]): "os-htpasswd",
+            (tls, "tls.crt"): "os-cert", (tls, "tls.key"): "os-key", (ca, "ca.crt"): "os-ca"}
+
+
+def _expected_credentials(path: Path, key: tuple[str, str]) -> frozenset[str]:
+    expected = EXPECTED_CREDENTIALS[key]
+    return expected if _tls(path) else frozenset(r for r in expected if not r.startswith("os-"))
+
+
+def _mounted_secret_keys(where: str, spec: dict[str, Any], container: dict[str, Any]) -> list[tuple[str, str]]:
+    """(Secret, key) of every Secret key in a volume the container mounts; a volume must name its keys (items):
+    a whole Secret mounted would hand over keys added to it later."""
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    sources = []
+    for mount in container.get("volumeMounts", []):
+        volume = volumes.get(mount["name"], {})  # absent: a StatefulSet's volumeClaimTemplate
+        if "secret" in volume:
+            sources.append({"name": volume["secret"]["secretName"], "items": volume["secret"].get("items")})
+        sources += [source["secret"] for source in volume.get("projected", {}).get("sources", []) if "secret" in source]
+    for source in sources:
+        assert source.get("items"), f"{where}/{container['name']}: mounts all of Secret {source['name']}"
+    return [(source["name"], item["key"]) for source in sources for item in source["items"]]
 
 
 def test_each_container_references_only_the_credentials_it_uses(
@@ -407,16 +440,18 @@ def test_each_container_references_only_the_credentials_it_uses(
     roles = _secret_roles(path)
     seen = set()
     for where, labels, spec in _release_pods(docs, path):
-        assert not any("secret" in v or "projected" in v for v in spec.get("volumes", [])), f"{where}: secret volume"
         for c in spec.get("initContainers", []) + spec["containers"]:
             key = (labels["app.kubernetes.io/component"], c["name"])
             seen.add(key)
             assert "envFrom" not in c, f"{where}/{c['name']}: envFrom hands over a whole Secret"
             refs = [(e["valueFrom"]["secretKeyRef"]["name"], e["valueFrom"]["secretKeyRef"]["key"])
                     for e in c.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})]
+            refs += _mounted_secret_keys(where, spec, c)
             assert all(ref in roles for ref in refs), f"{where}/{c['name']}: unknown Secret in {refs}"
-            assert {roles[ref] for ref in refs} == EXPECTED_CREDENTIALS[key], f"{where}/{c['name']}"
-    assert {k for k in EXPECTED_CREDENTIALS if k[0] not in ("test", "object-store")} <= seen
+            assert {roles[ref] for ref in refs} == _expected_credentials(path, key), f"{where}/{c['name']}"
+    expected = {k for k in EXPECTED_CREDENTIALS if k[0] not in ("test", "object-store")}
+    assert expected - {("opensearch", "proxy")} <= seen
+    assert (("opensearch", "proxy") in seen) == _tls(path)
 
 
 def test_every_container_has_an_ephemeral_storage_request_and_limit(
@@ -578,6 +613,8 @@ def test_validate_values_fails_once_listing_every_problem() -> None:
     ("jobs.backoffLimit=99", "/jobs/backoffLimit"),
     ("opensearch.knnEngine=annoy", "/opensearch/knnEngine"),
     ("opensearch.colour=blue", "colour"),
+    ("opensearch.auth.scheme=md5", "/opensearch/auth/scheme"),
+    ("opensearch.auth.username=a:b", "/opensearch/auth/username"),
 ])
 def test_the_schema_refuses_bad_and_unknown_values(setting: str, complaint: str) -> None:
     result = helm("template", "rs", str(CHART), "--kube-version", KUBE_VERSION,
@@ -618,7 +655,7 @@ def _leaves(node: Any, path: str = "") -> list[tuple[str, Any]]:
 
 
 # Keys that name a Secret or a key inside one: references, not credentials.
-_REFERENCE_KEYS = {"existingSecret", "passwordKey", "accessKeyIdKey", "secretAccessKeyKey"}
+_REFERENCE_KEYS = {"existingSecret", "passwordKey", "accessKeyIdKey", "secretAccessKeyKey", "htpasswdKey"}
 _CREDENTIAL_KEY = re.compile(r"pass(word)?|secret|token|credential|access.?key|private", re.IGNORECASE)
 
 
@@ -641,16 +678,157 @@ def test_generated_secrets_are_random_and_in_no_values_file() -> None:
                 for d in docs if d["kind"] == "Secret" for k, v in d["data"].items()}
 
     a, b = secret_values(first), secret_values(second)
-    assert set(a) == {"rs-ragsweep-postgresql/password", "rs-ragsweep-redis/password",
-                      "rs-ragsweep-object-store/access-key-id", "rs-ragsweep-object-store/secret-access-key"}
+    passwords = {"rs-ragsweep-postgresql/password", "rs-ragsweep-redis/password",
+                 "rs-ragsweep-object-store/access-key-id", "rs-ragsweep-object-store/secret-access-key",
+                 "rs-ragsweep-opensearch-auth/password"}
+    assert set(a) == passwords | {"rs-ragsweep-opensearch-auth/htpasswd", "rs-ragsweep-opensearch-tls/tls.crt",
+                                  "rs-ragsweep-opensearch-tls/tls.key", "rs-ragsweep-opensearch-tls/ca.crt",
+                                  "rs-ragsweep-opensearch-ca/ca.crt"}
+    for key in passwords:
+        assert re.fullmatch(r"[A-Za-z0-9]{32}", a[key]), key
     for key, value in a.items():
-        assert re.fullmatch(r"[A-Za-z0-9]{32}", value), key
         assert value != b[key] and value not in values_text, key
+    # nginx's line is the clients' password ({PLAIN}, the default scheme); the clients' CA is the proxy's
+    password = a["rs-ragsweep-opensearch-auth/password"]
+    assert a["rs-ragsweep-opensearch-auth/htpasswd"] == f"ragsweep:{{PLAIN}}{password}\n"
+    assert a["rs-ragsweep-opensearch-ca/ca.crt"] == a["rs-ragsweep-opensearch-tls/ca.crt"]
 
 
 def test_existing_secrets_scenario_generates_no_secret() -> None:
     docs = render(str(CHART / "ci" / "existing-secrets-values.yaml"))
     assert [d for d in docs if d["kind"] == "Secret"] == []
     text = yaml.safe_dump_all(docs)
-    for name in ("ragsweep-pg", "ragsweep-redis", "ragsweep-s3"):
+    for name in ("ragsweep-pg", "ragsweep-redis", "ragsweep-s3", "ragsweep-opensearch-tls", "ragsweep-opensearch"):
         assert f"name: {name}" in text
+
+
+# --- OpenSearch behind its TLS proxy (opensearch.tls.enabled) ----------------------------------------------------
+
+def _by_kind(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (doc,) = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    return doc
+
+
+def test_opensearch_listens_on_its_pods_loopback_and_nginx_serves_9200_with_tls_and_basic_auth() -> None:
+    docs = render(str(CHART / "ci" / "default-values.yaml"))
+    pod = _by_kind(docs, "StatefulSet", "rs-ragsweep-opensearch")["spec"]["template"]["spec"]
+    containers = {c["name"]: c for c in pod["containers"]}
+    assert set(containers) == {"opensearch", "proxy"}
+    search, proxy = containers["opensearch"], containers["proxy"]
+    assert {"-Ehttp.host=127.0.0.1", "-Ehttp.port=9201"} <= set(search["args"])
+    assert [p["containerPort"] for p in search["ports"]] == [9300]  # transport only: HTTP is not on the pod's IP
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):  # the kubelet cannot reach the loopback
+        command = search[probe]["exec"]["command"]
+        assert command[:2] == ["bash", "-c"] and "/dev/tcp/127.0.0.1/9201" in command[2], probe
+    assert proxy["image"] == search["image"]  # the same image's Debian nginx
+    assert proxy["command"] == ["nginx", "-p", "/tmp/", "-e", "stderr", "-c",
+                                "/etc/ragsweep/opensearch-proxy/nginx.conf"]
+    assert proxy["ports"] == [{"name": "https", "containerPort": 9200}]
+    service = _by_kind(docs, "Service", "rs-ragsweep-opensearch")["spec"]["ports"]
+    assert {"name": "https", "port": 9200, "targetPort": "https"} in service
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "proxy"]
+    sources = {next(iter(src)): src[next(iter(src))] for src in volume["projected"]["sources"] if "configMap" in src}
+    assert sources["configMap"]["name"] == "rs-ragsweep-opensearch-proxy"
+    conf = _by_kind(docs, "ConfigMap", "rs-ragsweep-opensearch-proxy")["data"]["nginx.conf"]
+    for line in ("listen 9200 ssl;", "server 127.0.0.1:9201;", "ssl_certificate tls.crt;",
+                 "ssl_certificate_key tls.key;", 'auth_basic "opensearch";', "auth_basic_user_file htpasswd;",
+                 'proxy_set_header Authorization "";'):
+        assert conf.count(line) == 1, line
+    password = base64.b64decode(_by_kind(docs, "Secret", "rs-ragsweep-opensearch-auth")["data"]["password"]).decode()
+    assert not [d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap" and password in json.dumps(d)]
+
+
+def test_every_opensearch_client_gets_an_https_url_assembled_from_its_secret_and_the_ca(
+        scenario: tuple[Path, list[dict[str, Any]]]) -> None:
+    """Every container that has RAGSWEEP_OPENSEARCH_URL (the chart's and the launcher's Jobs'): with TLS, the URL is
+    https with $(OPENSEARCH_USERNAME) and $(OPENSEARCH_PASSWORD), both listed before it (Kubernetes expands only
+    those), the password by secretKeyRef, and SSL_CERT_FILE a file of a mounted volume holding a Secret's ca.crt;
+    without TLS, plain http and none of it."""
+    path, docs = scenario
+    tls = _tls(path)
+    clients = set()
+    for where, labels, spec in _release_pods(docs, path):
+        volumes = {v["name"]: v for v in spec.get("volumes", [])}
+        for c in spec.get("initContainers", []) + spec["containers"]:
+            env = c.get("env", [])
+            names = [e["name"] for e in env]
+            if "RAGSWEEP_OPENSEARCH_URL" not in names:
+                assert not {"OPENSEARCH_PASSWORD", "SSL_CERT_FILE"} & set(names), f"{where}/{c['name']}"
+                continue
+            clients.add(labels["app.kubernetes.io/component"])
+            url = env[names.index("RAGSWEEP_OPENSEARCH_URL")]["value"]
+            if not tls:
+                assert url == "http://rs-ragsweep-opensearch:9200", where
+                assert not {"OPENSEARCH_PASSWORD", "SSL_CERT_FILE"} & set(names), f"{where}/{c['name']}"
+                continue
+            assert url == "https://$(OPENSEARCH_USERNAME):$(OPENSEARCH_PASSWORD)@rs-ragsweep-opensearch:9200", where
+            assert names.index("OPENSEARCH_USERNAME") < names.index("RAGSWEEP_OPENSEARCH_URL"), f"{where}/{c['name']}"
+            assert names.index("OPENSEARCH_PASSWORD") < names.index("RAGSWEEP_OPENSEARCH_URL"), f"{where}/{c['name']}"
+            assert "secretKeyRef" in env[names.index("OPENSEARCH_PASSWORD")]["valueFrom"], where
+            ca_file = env[names.index("SSL_CERT_FILE")]["value"]
+            assert ca_file == "/etc/ragsweep/opensearch-ca/ca.crt", where
+            (mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == str(Path(ca_file).parent)]
+            assert mount.get("readOnly") is True, where
+            items = volumes[mount["name"]]["secret"]["items"]
+            assert items == [{"key": "ca.crt", "path": "ca.crt"}], where
+    expected = {"worker-embedding", "worker-cpu", "injector", "arm"}
+    assert clients == expected | ({"test"} if _values(path)["tests"]["enabled"] else set())
+
+
+def _openssl(*args: str, cwd: Path) -> str:
+    openssl = shutil.which("openssl") or pytest.skip("no openssl to read the certificate")
+    return subprocess.run([openssl, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def test_the_generated_certificate_names_the_service_and_is_signed_by_the_ca_the_clients_get(tmp_path: Path) -> None:
+    docs = render(str(CHART / "ci" / "default-values.yaml"))
+    tls = _by_kind(docs, "Secret", "rs-ragsweep-opensearch-tls")
+    assert tls["type"] == "kubernetes.io/tls"
+    for key in ("tls.crt", "tls.key", "ca.crt"):
+        (tmp_path / key).write_bytes(base64.b64decode(tls["data"][key]))
+    clients_ca = base64.b64decode(_by_kind(docs, "Secret", "rs-ragsweep-opensearch-ca")["data"]["ca.crt"])
+    assert clients_ca == (tmp_path / "ca.crt").read_bytes()
+    assert _openssl("verify", "-CAfile", "ca.crt", "-purpose", "sslserver", "tls.crt", cwd=tmp_path).strip() \
+        == "tls.crt: OK"
+    names = _openssl("x509", "-in", "tls.crt", "-noout", "-ext", "subjectAltName", cwd=tmp_path)
+    for name in ("DNS:rs-ragsweep-opensearch", "DNS:rs-ragsweep-opensearch.ragsweep-test",
+                 "DNS:rs-ragsweep-opensearch.ragsweep-test.svc",
+                 "DNS:rs-ragsweep-opensearch.ragsweep-test.svc.cluster.local", "DNS:localhost", "IP Address:127.0.0.1"):
+        assert name in names, names
+    assert _openssl("x509", "-in", "tls.crt", "-noout", "-pubkey", cwd=tmp_path) \
+        == _openssl("pkey", "-in", "tls.key", "-pubout", cwd=tmp_path)  # the key is the certificate's
+
+
+def test_bcrypt_scheme_writes_helms_bcrypt_line_for_the_same_password() -> None:
+    docs = render(str(CHART / "ci" / "default-values.yaml"), sets=("opensearch.auth.scheme=bcrypt",))
+    data = _by_kind(docs, "Secret", "rs-ragsweep-opensearch-auth")["data"]
+    line = base64.b64decode(data["htpasswd"]).decode()
+    assert re.fullmatch(r"ragsweep:\$2a\$10\$[./A-Za-z0-9]{53}\n", line), line
+
+
+def test_plain_opensearch_renders_no_proxy_no_secret_and_refuses_its_tls_values() -> None:
+    docs = render(str(CHART / "ci" / "plain-opensearch-values.yaml"))
+    pod = _by_kind(docs, "StatefulSet", "rs-ragsweep-opensearch")["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["containers"]] == ["opensearch"]
+    assert not [d for d in docs if d["kind"] == "Secret" and "opensearch" in d["metadata"]["name"]]
+    assert not [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-opensearch-proxy")]
+    (configmap,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-launcher")]
+    assert parse_settings(configmap["data"]["settings.json"], "plain").opensearch_ca is None
+    result = helm("template", "rs", str(CHART), "--kube-version", KUBE_VERSION,
+                  "-f", str(CHART / "ci" / "plain-opensearch-values.yaml"),
+                  "--set", "opensearch.auth.existingSecret=mine", "--set", "opensearch.tls.existingSecret=mine",
+                  check=False)
+    assert result.returncode != 0 and "2 problem(s)" in result.stderr, result.stderr
+    assert "opensearch.auth.existingSecret: set only when opensearch.tls.enabled" in result.stderr
+    assert "opensearch.tls.existingSecret: set only when opensearch.tls.enabled" in result.stderr
+
+
+def test_the_builders_tests_chart_defaults_are_the_charts() -> None:
+    """tests/test_k8s_builders.py's CHART_DEFAULTS (from which manifests/arm-job-*.yaml are checked) is what the
+    chart's launcher ConfigMap says for its defaults, but for the images (placeholders in both)."""
+    from test_k8s_builders import CHART_DEFAULTS
+
+    docs = render(str(CHART / "ci" / "default-values.yaml"))
+    (configmap,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-launcher")]
+    chart = parse_settings(configmap["data"]["settings.json"], "default-values.yaml")
+    assert chart.model_dump(exclude={"images"}) == CHART_DEFAULTS.model_dump(exclude={"images"})

@@ -63,9 +63,13 @@ S = settings()
 # manifests/arm-job-*.yaml are this, with placeholders where a Job differs.
 CHART_DEFAULTS = settings(
     store="s3://ragsweep",
-    extraEnv={"RAGSWEEP_OPENSEARCH_URL": "http://rs-ragsweep-opensearch:9200",
+    extraEnv={"RAGSWEEP_OPENSEARCH_URL": "https://$(OPENSEARCH_USERNAME):$(OPENSEARCH_PASSWORD)@rs-ragsweep-opensearch:9200",
+              "OPENSEARCH_USERNAME": "ragsweep",
               "RAGSWEEP_OPENSEARCH_KNN_ENGINE": "lucene",
               "RAGSWEEP_PG_DSN": "postgresql://ragsweep@rs-ragsweep-postgresql:5432/ragsweep"},
+    secretEnv=[{"name": "PGPASSWORD", "secret": "rs-ragsweep-postgresql", "key": "password"},
+               {"name": "OPENSEARCH_PASSWORD", "secret": "rs-ragsweep-opensearch-auth", "key": "password"}],
+    opensearchCa={"secret": "rs-ragsweep-opensearch-ca", "key": "ca.crt"},
     collectorServiceAccount="rs-ragsweep-collector",
     arm={"policy": {"backoffLimit": 1, "activeDeadlineSeconds": 7200, "ttlSecondsAfterFinished": 86400},
          "resources": {"requests": {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "2Gi"},

@@ -81,8 +81,51 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{/* OpenSearch's URL as its clients use it. With TLS, Kubernetes assembles it in the pod from
+$(OPENSEARCH_USERNAME) and $(OPENSEARCH_PASSWORD) (ragsweep.env.opensearch lists them first). */}}
 {{- define "ragsweep.opensearch.url" -}}
+{{- if .Values.opensearch.tls.enabled -}}
+{{- printf "https://$(OPENSEARCH_USERNAME):$(OPENSEARCH_PASSWORD)@%s:9200" (include "ragsweep.component" (list . "opensearch")) -}}
+{{- else -}}
 {{- printf "http://%s:9200" (include "ragsweep.component" (list . "opensearch")) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* OpenSearch's HTTP port inside its pod when nginx serves 9200 (TLS): loopback only. */}}
+{{- define "ragsweep.opensearch.backendPort" -}}9201{{- end -}}
+
+{{- define "ragsweep.opensearch.tlsSecretName" -}}
+{{- default (include "ragsweep.component" (list . "opensearch-tls")) .Values.opensearch.tls.existingSecret -}}
+{{- end -}}
+
+{{- define "ragsweep.opensearch.authSecretName" -}}
+{{- default (include "ragsweep.component" (list . "opensearch-auth")) .Values.opensearch.auth.existingSecret -}}
+{{- end -}}
+
+{{/* Where clients read the CA from: the generated CA-only Secret (no key beside it), or ca.crt of an existing TLS Secret. */}}
+{{- define "ragsweep.opensearch.caSecretName" -}}
+{{- default (include "ragsweep.component" (list . "opensearch-ca")) .Values.opensearch.tls.existingSecret -}}
+{{- end -}}
+
+{{/* The CA's folder in every OpenSearch client container (harness.sweep.k8s.env.CA_DIR for the launcher's Jobs). */}}
+{{- define "ragsweep.opensearch.caDir" -}}/etc/ragsweep/opensearch-ca{{- end -}}
+
+{{/* The CA volume of a pod with an OpenSearch client (nothing without TLS); its mount, below. */}}
+{{- define "ragsweep.opensearch.caVolume" -}}
+{{- if .Values.opensearch.tls.enabled }}
+- name: opensearch-ca
+  secret:
+    secretName: {{ include "ragsweep.opensearch.caSecretName" . }}
+    items:
+      - {key: ca.crt, path: ca.crt}
+    defaultMode: 0444
+{{- end }}
+{{- end -}}
+
+{{- define "ragsweep.opensearch.caMount" -}}
+{{- if .Values.opensearch.tls.enabled }}
+- {name: opensearch-ca, mountPath: {{ include "ragsweep.opensearch.caDir" . }}, readOnly: true}
+{{- end }}
 {{- end -}}
 
 {{/* The PostgreSQL DSN carries no password: libpq reads PGPASSWORD. */}}
@@ -114,8 +157,20 @@ Compose them per container: object store, OpenSearch, PostgreSQL, Redis, runtime
       key: {{ .Values.objectStore.secretAccessKeyKey }}
 {{- end -}}
 
-{{/* OpenSearch: plain HTTP, no credential (the security plugin is disabled). */}}
+{{/* OpenSearch: with TLS (the pod's nginx), the user, the password by secretKeyRef and the CA file (pair it with
+ragsweep.opensearch.caVolume / caMount), then the URL Kubernetes assembles from them; else plain HTTP, no credential. */}}
 {{- define "ragsweep.env.opensearch" -}}
+{{- if .Values.opensearch.tls.enabled }}
+- name: OPENSEARCH_USERNAME
+  value: {{ .Values.opensearch.auth.username | quote }}
+- name: OPENSEARCH_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "ragsweep.opensearch.authSecretName" . }}
+      key: {{ .Values.opensearch.auth.passwordKey }}
+- name: SSL_CERT_FILE
+  value: {{ printf "%s/ca.crt" (include "ragsweep.opensearch.caDir" .) | quote }}
+{{- end }}
 - name: RAGSWEEP_OPENSEARCH_URL
   value: {{ include "ragsweep.opensearch.url" . | quote }}
 - name: RAGSWEEP_OPENSEARCH_KNN_ENGINE
@@ -215,6 +270,13 @@ seccompProfile:
 {{- $problems = append $problems "objectStore.endpoint: set only for mode external (internal uses the in-namespace server)" -}}
 {{- else if .Values.networkPolicy.externalObjectStoreCIDRs -}}
 {{- $problems = append $problems "networkPolicy.externalObjectStoreCIDRs: set only for objectStore.mode external (the internal server is reached by its pods' labels)" -}}
+{{- end -}}
+{{- if not .Values.opensearch.tls.enabled -}}
+{{- range $key := list "tls.existingSecret" "auth.existingSecret" -}}
+{{- if (index $.Values.opensearch (splitList "." $key | first)).existingSecret -}}
+{{- $problems = append $problems (printf "opensearch.%s: set only when opensearch.tls.enabled (without TLS, OpenSearch asks for no credential)" $key) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- if and .Values.workers.embedding.gpu (not .Values.gpu.enabled) -}}
 {{- $problems = append $problems "workers.embedding.gpu: needs gpu.enabled (a GPU node for the embedding worker)" -}}
