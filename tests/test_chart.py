@@ -538,6 +538,7 @@ def test_without_gpus_the_cross_encoder_pods_are_cpu_pods() -> None:
     GPU, score on the CPU with the whole cores of the pod's request, and the sweep's identity says so; no GPU
     image needed."""
     from harness.sweep.k8s.settings import rerank_scorer
+    from harness.sweep.task import Task
 
     docs = render(str(CHART / "ci" / "no-gpu-values.yaml"))
     (configmap,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-launcher")]
@@ -556,7 +557,8 @@ def test_without_gpus_the_cross_encoder_pods_are_cpu_pods() -> None:
             main["resources"]
         assert "nodeSelector" not in spec and "tolerations" not in spec
         env = {e["name"]: e.get("value") for e in main["env"]}
-        assert (env["RAGSWEEP_RERANK_DEVICE"], env["RAGSWEEP_RERANK_THREADS"]) == ("cpu", "2")
+        task = Task.from_json(env["RAGSWEEP_TASK"])
+        assert (task.rerank_device, task.rerank_threads) == ("cpu", 2)
         assert [c["name"] for c in spec["initContainers"]] == ["fetch-state", "fetch-reranker"]
     # with GPUs (the defaults): the GPU image and resource, and no thread count (the GPU scores)
     gpu = parse_settings(json.dumps({**json.loads(configmap["data"]["settings.json"]),
@@ -565,7 +567,8 @@ def test_without_gpus_the_cross_encoder_pods_are_cpu_pods() -> None:
     (main,) = serialize(build_arm_job(gpu, rerank, SWEEP_ID, reranker_key="k"))["spec"]["template"]["spec"][
         "containers"]
     assert main["resources"]["limits"]["nvidia.com/gpu"] == "1" and rerank_scorer(gpu) == ("torch", "cuda")
-    assert "RAGSWEEP_RERANK_THREADS" not in {e["name"] for e in main["env"]}
+    task = Task.from_json(next(e["value"] for e in main["env"] if e["name"] == "RAGSWEEP_TASK"))
+    assert (task.rerank_device, task.rerank_threads) == ("cuda", 0)
     # a launcher config that enables GPUs but names no GPU image is refused, on one line
     with pytest.raises(InputDataError, match=r"^gpu: [^\n]*images.gpu is required when gpu.enabled"):
         parse_settings(json.dumps({**json.loads(configmap["data"]["settings.json"]), "gpu": {"enabled": True}}),

@@ -439,8 +439,8 @@ def test_an_arm_failure_is_recorded_on_one_line_with_secrets_masked(tmp_path: Pa
     must not reach it as they were raised."""
     from harness.objectstore import open_store
     from harness.sweep.catalogue import CATALOGUE
+    from harness.sweep.runtask import failed as _failed
     from harness.sweep.storage import read_failure
-    from jobs.arm import _failed
 
     store = open_store(str(tmp_path / "store"))
     arm = CATALOGUE.family("fusion").arm("rrf-60")

@@ -25,6 +25,7 @@ from harness.sweep.k8s.builders import (
     serialize,
 )
 from harness.sweep.k8s.settings import LauncherSettings
+from harness.sweep.task import Task
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGEST = "sha256:" + "ab" * 32
@@ -108,6 +109,11 @@ def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {e["name"]: e for e in container["env"]}
 
 
+def task_of(container: dict[str, Any]) -> Task:
+    """The container's one input, its task (RAGSWEEP_TASK), read as the Job reads it."""
+    return Task.from_json(env_of(container)["RAGSWEEP_TASK"]["value"], "RAGSWEEP_TASK")
+
+
 @pytest.mark.parametrize(("arm", "gpu"), CASES, ids=IDS)
 def test_placement_follows_the_stage(arm: Arm, gpu: bool) -> None:
     assert arm.needs_reranker is gpu
@@ -119,18 +125,20 @@ def test_placement_follows_the_stage(arm: Arm, gpu: bool) -> None:
         assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
         assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
         assert container["image"] == f"registry.example.com/ragsweep/ragsweep-gpu@{DIGEST}"
-        assert env_of(container)["RAGSWEEP_RERANKER"]["value"] == S.reranker_path
+        task = task_of(container)
+        assert task.reranker == Path(S.reranker_path)
         # the score cache on the scratch volume: the root filesystem is read-only
         scratch = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}["scratch"]
-        assert env_of(container)["RAGSWEEP_RERANK_CACHE"]["value"].startswith(scratch + "/")
-        assert env_of(container)["RAGSWEEP_RERANK_DEVICE"]["value"] == "cuda"  # the GPU it asks for runs the model
+        assert str(task.rerank_cache).startswith(scratch + "/")
+        assert task.rerank_device == "cuda"  # the GPU it asks for runs the model
         assert [c["name"] for c in pod["initContainers"]] == ["fetch-state", "fetch-reranker"]
     else:
         assert "nvidia.com/gpu" not in json.dumps(resources)
         assert pod["nodeSelector"] == {"ragsweep.io/pool": "cpu"}
         assert "tolerations" not in pod
         assert container["image"] == f"registry.example.com/ragsweep/ragsweep-cpu@{DIGEST}"
-        assert not {"RAGSWEEP_RERANKER", "RAGSWEEP_RERANK_CACHE", "RAGSWEEP_RERANK_DEVICE"} & set(env_of(container))
+        task = task_of(container)
+        assert task.reranker is None and task.rerank_cache is None and task.rerank_device == "cpu"
         assert [c["name"] for c in pod["initContainers"]] == ["fetch-state"]
 
 
@@ -202,25 +210,19 @@ def test_every_job_has_the_policy_and_labels(arm: Arm, gpu: bool) -> None:
 def test_command_and_env_are_those_of_jobs_arm(arm: Arm, gpu: bool) -> None:
     (container,) = job_for(arm)["spec"]["template"]["spec"]["containers"]
     assert container["command"] == ["python", "-m", "jobs.arm"] and "args" not in container
-    env = env_of(container)
-    assert env["RAGSWEEP_STATE"]["value"] == S.state_path
-    assert env["RAGSWEEP_STORE"]["value"] == "s3://ragsweep/ci"
-    assert env["RAGSWEEP_SWEEP_ID"]["value"] == SWEEP
-    assert Arm.model_validate(json.loads(env["RAGSWEEP_ARM"]["value"])) == arm
-    assert env["RAGSWEEP_S3_ENDPOINT"]["value"] == "http://rs-ragsweep-object-store:9000"
-    assert env["RAGSWEEP_BACKEND"]["value"] == "stack"  # arms in a release search its OpenSearch
+    env, task = env_of(container), task_of(container)
+    assert task.job == "arm" and task.state == Path(S.state_path) and task.store == "s3://ragsweep/ci"
+    assert task.sweep_id == SWEEP and task.arms == (arm,)
+    assert task.s3_endpoint == "http://rs-ragsweep-object-store:9000"
+    assert task.backend == "stack"  # arms in a release search its OpenSearch
     for name, key in (("AWS_ACCESS_KEY_ID", "access-key-id"), ("AWS_SECRET_ACCESS_KEY", "secret-access-key"),
                       ("PGPASSWORD", "password")):
         assert "value" not in env[name]
         assert env[name]["valueFrom"]["secretKeyRef"]["key"] == key
     assert env["HF_HUB_OFFLINE"]["value"] == "1"
-    # Every RAGSWEEP_* the Job sets is a field of the settings model jobs.arm reads (or a service setting).
-    from harness.commands.settings import Settings
-
-    fields = {f"RAGSWEEP_{name.upper()}" for name in Settings.model_fields}
-    twins = {n for n in env if n.startswith("RAGSWEEP_") and n not in S.extra_env}
-    assert twins <= fields, twins - fields
-    assert "settings()" in (ROOT / "jobs" / "arm.py").read_text()
+    # The task is the one RAGSWEEP_* the Job sets besides the service settings; jobs.arm reads it.
+    assert {n for n in env if n.startswith("RAGSWEEP_") and n not in S.extra_env} == {"RAGSWEEP_TASK"}
+    assert 'task_main("arm"' in (ROOT / "jobs" / "arm.py").read_text()
 
 
 # --- no credential in any spec ------------------------------------------------------------------
@@ -347,14 +349,18 @@ def test_settings_refuse_an_image_without_digest() -> None:
 
 # --- the plain manifests match the builders -----------------------------------------------------
 
-def fill(template: str, job: dict[str, Any], arm: Arm | None) -> str:
-    from harness.sweep.k8s.builders import arm_json
+def _spec(arm: Arm) -> str:
+    """The arm as its task writes it (harness.sweep.task.Task.to_json)."""
+    return json.dumps(arm.model_dump(mode="json", exclude_none=True, exclude_defaults=True), sort_keys=True,
+                      separators=(",", ":"))
 
+
+def fill(template: str, job: dict[str, Any], arm: Arm | None) -> str:
     values = {"JOB_NAME": job["metadata"]["name"], "SWEEP_ID": SWEEP, "SWEEP_ID_LABEL": label_value(SWEEP),
               "IMAGE_DIGEST": DIGEST}
     if arm is not None:
         values |= {"FAMILY": arm.family, "FAMILY_LABEL": label_value(arm.family), "ARM": arm.name,
-                   "ARM_LABEL": label_value(arm.name), "ARM_JSON": json.dumps(arm_json(arm))[1:-1],
+                   "ARM_LABEL": label_value(arm.name), "ARM_JSON": json.dumps(_spec(arm))[1:-1],
                    "RERANKER_KEY": RERANKER}
     else:
         values |= {"ARMS": "fusion"}
@@ -531,7 +537,6 @@ def test_an_unreachable_store_when_an_arm_finishes_is_a_failed_outcome_not_a_cra
 # --- shared legs: one legs Job per group, its arms told where the legs are ---------------------
 
 def test_a_legs_job_runs_jobs_legs_on_a_cpu_node_for_the_whole_group() -> None:
-    from harness.commands.settings import Settings
     from harness.sweep.k8s.builders import build_legs_job, legs_job_name
 
     group = CATALOGUE.family("budget").arms[:2]  # rerank arms: their legs still need no GPU
@@ -546,27 +551,26 @@ def test_a_legs_job_runs_jobs_legs_on_a_cpu_node_for_the_whole_group() -> None:
     assert container["command"] == ["python", "-m", "jobs.legs"]
     assert container["image"] == S.images.cpu and pod["nodeSelector"] == {"ragsweep.io/pool": "cpu"}
     assert "nvidia.com/gpu" not in json.dumps(container["resources"])
-    env = env_of(container)
-    assert [Arm.model_validate(a) for a in json.loads(env["RAGSWEEP_ARM"]["value"])] == list(group)
-    assert env["RAGSWEEP_LEGS"]["value"] == key and "RAGSWEEP_RERANKER" not in env
+    env, task = env_of(container), task_of(container)
+    assert task.job == "legs" and task.arms == tuple(group)
+    assert task.legs == key and task.reranker is None
     # the arm's component: the chart's NetworkPolicy lets it reach the object store as it lets an arm
     assert job["metadata"]["labels"]["app.kubernetes.io/component"] == "arm"
     assert job["metadata"]["annotations"]["ragsweep.io/legs"] == key
     assert job["metadata"]["name"].startswith("legs-") and job["metadata"]["name"] != arm_job_name(SWEEP, group[0])
     assert job["spec"]["backoffLimit"] == S.arm.policy.backoff_limit and pod["restartPolicy"] == "Never"
     assert credential_findings(job) == []
-    twins = {n for n in env if n.startswith("RAGSWEEP_") and n not in S.extra_env}
-    assert twins <= {f"RAGSWEEP_{name.upper()}" for name in Settings.model_fields}
-    assert "settings()" in (ROOT / "jobs" / "legs.py").read_text()
+    assert {n for n in env if n.startswith("RAGSWEEP_") and n not in S.extra_env} == {"RAGSWEEP_TASK"}
+    assert 'task_main("legs"' in (ROOT / "jobs" / "legs.py").read_text()
 
 
 def test_an_arm_job_of_a_shared_group_is_told_where_its_legs_are() -> None:
     arm = CATALOGUE.family("fusion").arm("rrf-60")
     key = f"sweeps/{SWEEP}/legs/0123456789abcdef/legs.json"
     (container,) = serialize(build_arm_job(S, arm, SWEEP, legs=key))["spec"]["template"]["spec"]["containers"]
-    assert env_of(container)["RAGSWEEP_LEGS"]["value"] == key
+    assert task_of(container).legs == key
     (alone,) = serialize(build_arm_job(S, arm, SWEEP))["spec"]["template"]["spec"]["containers"]
-    assert "RAGSWEEP_LEGS" not in env_of(alone)
+    assert task_of(alone).legs is None
 
 
 def test_the_legs_plan_runs_a_legs_job_only_for_unpublished_shared_groups(tmp_path: Path) -> None:

@@ -481,6 +481,7 @@ def test_a_rerank_family_without_gpus_shares_legs_and_scores_in_containers(relea
     from harness.sweep.storage import is_complete
     from jobs import arm as arm_job
     from tests.test_sweep_legs import DETERMINISTIC
+    from tests.test_sweep_task import task_argv
 
     launcher = executor(release, tmp_path)
     settings = launcher.settings.model_copy(update={
@@ -514,9 +515,8 @@ def test_a_rerank_family_without_gpus_shares_legs_and_scores_in_containers(relea
     for arm in arms:
         digest = config_hash(arm, measurement_identity(launcher.state, arm, reranker, "embedded", ("torch", "cpu")))
         assert is_complete(launcher.store, sweep_id, arm, digest), arm.name
-        one = json.dumps(arm.model_dump(exclude_none=True))
-        assert arm_job.main(["--state", str(state), "--sweep-id", sweep_id, "--store", str(alone), "--reranker",
-                             str(reranker), "--rerank-cache", "none", "--arm-json", one]) == 0
+        assert arm_job.main(task_argv(tmp_path, "arm", [arm], state=state, sweep_id=sweep_id, store=str(alone),
+                                      reranker=reranker)) == 0
         folder = f"sweeps/{sweep_id}/{arm.family}/{arm.name}"
         for name in DETERMINISTIC:
             assert launcher.store.get_bytes(f"{folder}/{name}") == (alone / folder / name).read_bytes(), name

@@ -31,6 +31,7 @@ from harness.sweep.executor import measurement_identity
 from harness.sweep.k8s.builders import build_arm_job, serialize
 from harness.sweep.k8s.settings import LauncherSettings
 from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES, LocalFolderStore, is_complete
+from harness.sweep.task import Task
 
 pytestmark = pytest.mark.integration
 
@@ -83,9 +84,9 @@ def test_jobs_arm_runs_from_the_job_spec_and_publishes(state: Path, tmp_path: Pa
     arm = CATALOGUE.family("fusion").arm("rrf-60")
     job = serialize(build_arm_job(settings_for(state, store_dir), arm, SWEEP))
     argv, env = container_process(job, tmp_path)
-    assert env["RAGSWEEP_BACKEND"] == "embedded"
-    assert argv[1:] == ["-m", "jobs.arm"]  # no flags: every input comes from the env twins
-    assert {"RAGSWEEP_STATE", "RAGSWEEP_STORE", "RAGSWEEP_SWEEP_ID", "RAGSWEEP_ARM"} <= set(env)
+    task = Task.from_json(env["RAGSWEEP_TASK"])  # the one input: the task, whole
+    assert task.backend == "embedded" and task.arms == (arm,) and task.state == state
+    assert argv[1:] == ["-m", "jobs.arm"]  # no flags
 
     result = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -152,7 +153,7 @@ def test_jobs_arm_from_the_job_spec_searches_the_stack_and_publishes_to_s3(stack
     assert all("value" not in e for e in container["env"] if e["name"].startswith("AWS_") and "KEY" in e["name"])
     secrets = {"s3": {"id": os.environ["AWS_ACCESS_KEY_ID"], "key": os.environ["AWS_SECRET_ACCESS_KEY"]}}
     argv, env = container_process(job, tmp_path, secrets)
-    assert env["RAGSWEEP_BACKEND"] == "stack" and env["RAGSWEEP_OPENSEARCH_URL"] == url
+    assert Task.from_json(env["RAGSWEEP_TASK"]).backend == "stack" and env["RAGSWEEP_OPENSEARCH_URL"] == url
 
     result = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -51,6 +51,7 @@ from harness.sweep.k8s.settings import SETTINGS_KEY
 from harness.sweep.k8s.sync import push
 from harness.sweep.k8s.watch import JOB_NAME_LABEL
 from harness.sweep.storage import is_complete
+from harness.sweep.task import Task
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -493,7 +494,8 @@ def test_a_rerank_family_shares_legs_and_scores_through_jobs(gpuless_release: Re
     for pod in pods:
         env = {e.name: e.value for e in pod.spec.containers[0].env}
         if pod.metadata.name.startswith(("scores-", "arm-")):
-            assert (env["RAGSWEEP_RERANK_DEVICE"], env["RAGSWEEP_RERANK_THREADS"]) == ("cpu", "1"), env
+            task = Task.from_json(env["RAGSWEEP_TASK"])
+            assert (task.rerank_device, task.rerank_threads) == ("cpu", 1), env
     parts = sorted(k for k in store.list(f"sweeps/{sweep_id}/scores/") if k.endswith(".json"))
     assert [k.rsplit("/", 1)[-1] for k in parts] == ["part-1-of-2.json", "part-2-of-2.json"], parts
 

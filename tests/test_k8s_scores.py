@@ -5,7 +5,6 @@ tests/test_sweep_scores.py runs jobs.scores and jobs.arm --scores themselves."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from harness.objectstore import LocalFolderStore
 from harness.sweep.catalogue import CATALOGUE, Arm
 from harness.sweep.k8s.builders import build_arm_job, build_scores_job, scores_job_name, serialize
 from harness.sweep.k8s.plan import plan_legs, plan_scores
+from harness.sweep.task import Task
 from tests.test_k8s_builders import DIGEST, RERANKER, SWEEP, S, credential_findings, env_of
 
 ALL = list(CATALOGUE.arms)
@@ -69,27 +69,25 @@ def test_a_scores_job_runs_jobs_scores_on_a_gpu_node_and_the_rerank_arms_are_tol
     assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"} and pod["tolerations"]
     assert [c["name"] for c in pod["initContainers"]] == ["fetch-state", "fetch-reranker"]
     env = {n: e.get("value") for n, e in env_of(container).items()}
-    assert [Arm.model_validate(a) for a in json.loads(env["RAGSWEEP_ARM"])] == list(arms)
-    assert env["RAGSWEEP_LEGS"] == legs and env["RAGSWEEP_SCORES"] == key and env["RAGSWEEP_SCORES_PART"] == "2/3"
+    task = Task.from_json(env["RAGSWEEP_TASK"])
+    assert task.job == "scores" and task.arms == tuple(arms)
+    assert task.legs == legs and task.scores == (key,) and task.part == (1, 3)
     # the arm Jobs' scorer: torch on the GPU it asks for; its scores kept in memory (nothing outlives the pod)
-    assert env["RAGSWEEP_RERANK_DEVICE"] == "cuda" and env["RAGSWEEP_RERANK_CACHE"] == "none"
-    assert env["RAGSWEEP_RERANKER"] == S.reranker_path
+    assert task.rerank_device == "cuda" and task.rerank_cache is None
+    assert task.reranker == Path(S.reranker_path)
     assert job["metadata"]["labels"]["app.kubernetes.io/component"] == "arm"  # the store, as an arm reaches it
     assert job["metadata"]["annotations"]["ragsweep.io/scores"] == key
     assert job["spec"]["backoffLimit"] == S.gpu.policy.backoff_limit and credential_findings(job) == []
-    from harness.commands.settings import Settings
-
-    assert {n for n in env if n.startswith("RAGSWEEP_") and n not in S.extra_env} <= {
-        f"RAGSWEEP_{field.upper()}" for field in Settings.model_fields}
+    assert {n for n in env if n.startswith("RAGSWEEP_") and n not in S.extra_env} == {"RAGSWEEP_TASK"}
 
     keys = [key.replace("2-of-3", f"{k}-of-3") for k in (1, 2, 3)]
     (arm,) = serialize(build_arm_job(S, arms[0], SWEEP, reranker_key=RERANKER, legs=legs, scores=keys)
                        )["spec"]["template"]["spec"]["containers"]
-    told = {n: e.get("value") for n, e in env_of(arm).items()}
-    assert told["RAGSWEEP_SCORES"] == ",".join(keys) and told["RAGSWEEP_RERANK_CACHE"].startswith("/tmp/")
+    told = Task.from_json(env_of(arm)["RAGSWEEP_TASK"]["value"])
+    assert told.scores == tuple(keys) and str(told.rerank_cache).startswith("/tmp/")
     (alone,) = serialize(build_arm_job(S, arms[0], SWEEP, reranker_key=RERANKER))["spec"]["template"]["spec"][
         "containers"]
-    assert "RAGSWEEP_SCORES" not in env_of(alone)
+    assert Task.from_json(env_of(alone)["RAGSWEEP_TASK"]["value"]).scores == ()
 
 
 class _Batch:

@@ -7,7 +7,6 @@ the plumbing is the test, not the scores."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -106,6 +105,6 @@ def test_the_local_executor_hands_the_device_to_every_rerank_process(tmp_path: P
     pool = CATALOGUE.family("pool")
     executor = LocalExecutor(state=tmp_path, store_spec=str(tmp_path), workers=1, reranker=tmp_path,
                              rerank_device="cuda:0")
-    command = executor._command([pool.arm("pool-12")], "s")
-    assert command[command.index("--rerank-device") + 1] == "cuda:0" and command[0] == sys.executable
-    assert "--rerank-threads" not in command  # the CPU's threads are shared out among CPU scorers only
+    task = executor._task("arm", [pool.arm("pool-12")], "s")
+    assert task.rerank_device == "cuda:0" and task.reranker == tmp_path
+    assert task.rerank_threads == 0  # the CPU's threads are shared out among CPU scorers only

@@ -121,15 +121,13 @@ def test_the_local_executor_hands_the_backend_to_every_rerank_process(tmp_path: 
 
     executor = LocalExecutor(state=tmp_path, store_spec=str(tmp_path), workers=1, reranker=tmp_path,
                              rerank_backend="onnx")
-    command = executor._command([CATALOGUE.family("pool").arm("pool-12")], "s")
-    assert command[command.index("--rerank-backend") + 1] == "onnx"
+    assert executor._task("arm", [CATALOGUE.family("pool").arm("pool-12")], "s").rerank_backend == "onnx"
     # each of the workers' processes gets its share of the cores, for onnxruntime's threads or torch's
     for workers in (1, 2, 64):
         for backend in ("onnx", "torch"):
-            command = LocalExecutor(state=tmp_path, store_spec=str(tmp_path), workers=workers, reranker=tmp_path,
-                                    rerank_backend=backend)._command([CATALOGUE.family("pool").arm("pool-12")], "s")
-            threads = int(command[command.index("--rerank-threads") + 1])
-            assert threads == max(1, (os.cpu_count() or 1) // workers)
+            task = LocalExecutor(state=tmp_path, store_spec=str(tmp_path), workers=workers, reranker=tmp_path,
+                                 rerank_backend=backend)._task("arm", [CATALOGUE.family("pool").arm("pool-12")], "s")
+            assert task.rerank_threads == max(1, (os.cpu_count() or 1) // workers)
 
 
 def test_a_kubernetes_sweep_refuses_the_onnx_backend_in_one_line(tmp_path: Path,

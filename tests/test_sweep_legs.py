@@ -20,6 +20,7 @@ from harness.sweep.catalogue import CATALOGUE
 from harness.sweep.executor import LocalExecutor, open_store
 from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES
 from tests.fixture_state import qmsum_fixture_state
+from tests.test_sweep_task import task_argv
 
 DETERMINISTIC = tuple(name for name in (*ARM_FILES, *ARM_EXTRA_FILES) if name != "runinfo.json")
 pytestmark = pytest.mark.integration
@@ -74,15 +75,14 @@ def test_legs_published_by_jobs_legs_serve_the_arm_jobs_byte_for_byte(state: Pat
     family = CATALOGUE.family("fusion")
     arm = family.arm("norm-minmax-harm")
     key = legs_store_key("s", group_id(legs_identity(state), arm_legs_key(arm)))
-    common = ["--state", str(state), "--sweep-id", "s"]
-    assert legs_job.main([*common, "--store", str(tmp_path / "k8s"), "--legs", key, "--arm-json",
-                          json.dumps([a.model_dump(exclude_none=True) for a in family.arms])]) == 0
+    k8s, alone_store = str(tmp_path / "k8s"), str(tmp_path / "alone")
+    assert legs_job.main(task_argv(tmp_path, "legs", family.arms, state=state, store=k8s, sweep_id="s",
+                                   legs=key)) == 0
     table = json.loads((tmp_path / "k8s" / key).read_text())
     assert table["group"]["state"] == legs_identity(state) and table["rows"]
     assert len(table["vectors"]) == len(table["rows"])  # the query vectors travel with the legs
-    spec = json.dumps(arm.model_dump(exclude_none=True))
-    assert arm_job.main([*common, "--store", str(tmp_path / "k8s"), "--legs", key, "--arm-json", spec]) == 0
-    assert arm_job.main([*common, "--store", str(tmp_path / "alone"), "--arm-json", spec]) == 0
+    assert arm_job.main(task_argv(tmp_path, "arm", [arm], state=state, store=k8s, sweep_id="s", legs=key)) == 0
+    assert arm_job.main(task_argv(tmp_path, "arm", [arm], state=state, store=alone_store, sweep_id="s")) == 0
     read, alone = (tmp_path / s / "sweeps" / "s" / "fusion" / arm.name for s in ("k8s", "alone"))
     for name in DETERMINISTIC:
         assert _sha(read / name) == _sha(alone / name), name
@@ -92,8 +92,7 @@ def test_legs_published_by_jobs_legs_serve_the_arm_jobs_byte_for_byte(state: Pat
     table["group"]["state"] = "0" * 64  # legs of another state: refused, the arm failed, nothing fetched
     (tmp_path / "k8s" / key).write_text(json.dumps(table))
     other = family.arm("rrf-60")
-    code = arm_job.main([*common, "--store", str(tmp_path / "k8s"), "--legs", key, "--arm-json",
-                         json.dumps(other.model_dump(exclude_none=True))])
+    code = arm_job.main(task_argv(tmp_path, "arm", [other], state=state, store=k8s, sweep_id="s", legs=key))
     assert code == 5 and "were fetched for" in capsys.readouterr().err
     assert (tmp_path / "k8s" / "sweeps" / "s" / "fusion" / other.name / "failed.json").is_file()
 
@@ -226,25 +225,23 @@ def test_a_group_whose_legs_process_fails_fails_its_arms_naming_it(state: Path, 
         assert not (store / "sweeps" / "pool" / "pool" / outcome.arm.name / "complete.json").exists()
 
 
-def test_an_onnx_rerank_sweep_is_a_measurement_of_its_own(state: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_onnx_rerank_sweep_is_a_measurement_of_its_own(state: Path, tmp_path: Path) -> None:
     """pool-12 and pool-24 scored by onnxruntime (--rerank-backend onnx, a tiny seeded cross-encoder) on two
     workers: a legs process, then two arm processes reading its legs, the graph exported once, into
-    RAGSWEEP_ONNX_CACHE. The results name the backend; asked again, the arms are complete; the same
+    the onnx cache every task names. The results name the backend; asked again, the arms are complete; the same
     arms scored by torch (one process) into the same store are not taken for them (another config
     hash: run again, not skipped)."""
     from tests.tiny_models import tiny_cross_encoder
 
     pytest.importorskip("onnxruntime", reason="the onnx extra is not installed (pip install 'ragsweep[onnx]')")
     reranker = tiny_cross_encoder(tmp_path / "reranker")
-    monkeypatch.setenv("RAGSWEEP_ONNX_CACHE", str(tmp_path / "onnx"))  # the arm processes' export, not the checkout's
     pool = CATALOGUE.family("pool")
     arms = [pool.arm("pool-12"), pool.arm("pool-24")]
     hashes = []
     for backend, status, workers in (("onnx", "published", 2), ("onnx", "skipped", 2), ("torch", "published", 1)):
         report = LocalExecutor(state=state, store_spec=str(tmp_path / "store"), workers=workers, quiet=True,
-                               reranker=reranker, rerank_cache=tmp_path / "cache",
-                               rerank_backend=backend).run(arms, "pool")
+                               reranker=reranker, rerank_cache=tmp_path / "cache", rerank_backend=backend,
+                               onnx_cache=tmp_path / "onnx").run(arms, "pool")  # the processes' export
         assert [o.status for o in report.outcomes] == [status] * 2, report.outcomes
         folder = tmp_path / "store" / "sweeps" / "pool" / "pool" / "pool-12"
         hashes.append(json.loads((folder / "complete.json").read_text())["config_hash"])
@@ -266,26 +263,29 @@ def test_each_process_reading_a_groups_legs_is_told_its_part_and_a_bad_part_is_r
     (group,) = group_arms(arms, "embedded")
     executor = LocalExecutor(state=state, store_spec=str(tmp_path), workers=2, reranker=tmp_path)
     tasks = executor._tasks(group, "s", 1, open_store(str(tmp_path)), arms)
-    parts = [t.command[t.command.index("--part") + 1] for t in tasks if t.arms]
-    assert parts == ["1/2", "2/2"] and all("--part" not in t.command for t in tasks if not t.arms)
-    assert "--part" not in executor._command(arms, "s")  # one process: no part
+    assert [t.task.job for t in tasks] == ["legs", "arm", "arm"]
+    assert [t.task.part for t in tasks] == [(0, 1), (0, 2), (1, 2)]
+    assert executor._task("arm", arms, "s").part == (0, 1)  # one process: no part
     # with no score cache the processes share, none scores the others' pairs; with one, each is given the
-    # group's rerank arms to score first (jobs.arm --prescore), its own and the other's
-    assert all("--prescore" not in t.command for t in tasks)
+    # group's rerank arms to score first (its task's prescore), its own and the other's
+    assert all(not t.task.prescore for t in tasks)
     cached = LocalExecutor(state=state, store_spec=str(tmp_path), workers=2, reranker=tmp_path,
                            rerank_cache=tmp_path / "cache")
     tasks = cached._tasks(group, "s", 1, open_store(str(tmp_path)), arms)
-    given = [json.loads(t.command[t.command.index("--prescore") + 1]) for t in tasks if t.arms]
-    assert given == [[a.model_dump(exclude_none=True) for a in group.arms]] * 2
-    assert all("--prescore" not in t.command for t in tasks if not t.arms)
-    head = ["--state", "x", "--store", "y", "--sweep-id", "z", "--arm-json", "{}", "--prescore"]
-    assert arm_job.parse([*head, json.dumps(given[0])]).prescore == list(group.arms)
-    for bad in ("[{", '[{"name": "x"}]'):
-        with pytest.raises(SystemExit) as raised:
-            arm_job.parse([*head, bad])
-        assert raised.value.code == 2 and "argument --prescore: not arm specs: " in capsys.readouterr().err
-    assert arm_job.part("2/3") == (1, 3)
-    for bad in ("0/2", "3/2", "2", "a/b", "1/0"):
-        with pytest.raises(SystemExit) as raised:
-            arm_job.parse(["--state", "x", "--store", "y", "--sweep-id", "z", "--arm-json", "{}", "--part", bad])
-        assert raised.value.code == 2 and f"argument --part: '{bad}': expected K/P" in capsys.readouterr().err
+    assert [t.task.prescore for t in tasks] == [(), group.arms, group.arms]
+    # each child is handed its task, whole, as one file: nothing else on its command line
+    assert tasks[1].command(tmp_path / "t.task.json")[1:] == ["-m", "jobs.arm", "--task", str(tmp_path / "t.task.json")]
+    assert tasks[0].command(tmp_path / "t.task.json")[1:3] == ["-m", "jobs.legs"]
+    # a task file with a bad part or prescore: one line naming the file and the field, exit 4 (bad input)
+    path = tmp_path / "bad.task.json"
+    for field, bad, said in [*[("part", bad, f"part: '{bad}': expected K/P") for bad in ("0/2", "3/2", "2", "a/b",
+                                                                                         "1/0")],
+                             ("prescore", [{"name": "x"}], "prescore.0.family: Field required")]:
+        path.write_text(json.dumps(json.loads(tasks[1].task.to_json()) | {field: bad}))
+        assert arm_job.main(["--task", str(path)]) == 4
+        assert f"jobs.arm: error: {path}: {said}" in capsys.readouterr().err
+    # a legs task handed to jobs.arm: a usage error naming the entrypoint it is for
+    path.write_text(tasks[0].task.to_json())
+    assert arm_job.main(["--task", str(path)]) == 2
+    assert f"jobs.arm: error: {path}: a legs task is run by python -m jobs.legs, not jobs.arm" in \
+        capsys.readouterr().err

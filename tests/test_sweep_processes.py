@@ -200,7 +200,9 @@ def test_relative_state_and_out_are_the_callers(state: Path, two_arms: Path, tmp
     for arm in ("rrf-30-default", "rrf-60"):
         assert (work / "out" / "sweeps" / "rel" / "mini" / arm / "complete.json").is_file()
     assert not (ROOT / "out").exists()
-    assert sorted(p.name for p in (work / "out" / "logs" / "rel").iterdir()) == ["rrf-30-default-1.log"]
+    # the process's log, and its task beside it (the one thing it was handed)
+    assert sorted(p.name for p in (work / "out" / "logs" / "rel").iterdir()) == ["rrf-30-default-1.log",
+                                                                                 "rrf-30-default-1.task.json"]
 
 
 def test_a_planted_log_link_is_refused_not_followed(state: Path, two_arms: Path, tmp_path: Path,

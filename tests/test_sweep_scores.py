@@ -13,12 +13,14 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.sweep.catalogue import CATALOGUE
 from tests.fixture_state import qmsum_fixture_state
 from tests.test_sweep_legs import DETERMINISTIC, _sha
+from tests.test_sweep_task import task_argv
 
 pytestmark = pytest.mark.integration
 
@@ -50,13 +52,11 @@ def test_scores_published_in_two_parts_serve_every_rerank_arm_byte_for_byte(
     ((_, group, legs_key),) = legs.jobs
     plan = plan_scores(store, "s", arms, "embedded", legs.legs_of, "rerankers/test/reranker.tar.gz", 2)
     assert [job.part for job in plan.jobs] == [(0, 2), (1, 2)]
-    common = ["--state", str(state), "--sweep-id", "s", "--store", str(tmp_path / "k8s")]
-    spec = json.dumps([a.model_dump(exclude_none=True) for a in group.arms])
-    assert legs_job.main([*common, "--legs", legs_key, "--arm-json", spec]) == 0
+    common: dict[str, Any] = {"state": state, "sweep_id": "s", "store": str(tmp_path / "k8s")}
+    assert legs_job.main(task_argv(tmp_path, "legs", group.arms, legs=legs_key, **common)) == 0
     for job in plan.jobs:
-        assert scores_job.main([*common, "--legs", job.legs, "--reranker", str(reranker), "--scores", job.key,
-                                "--part", f"{job.part[0] + 1}/{job.part[1]}", "--arm-json",
-                                json.dumps([a.model_dump(exclude_none=True) for a in job.arms])]) == 0
+        assert scores_job.main(task_argv(tmp_path, "scores", job.arms, legs=job.legs, reranker=reranker,
+                                         scores=(job.key,), part=job.part, **common)) == 0
     parts = [json.loads((tmp_path / "k8s" / job.key).read_text()) for job in plan.jobs]
     n = len(json.loads((tmp_path / "k8s" / legs_key).read_text())["vectors"])
     # the two parts are the judged queries, split in two; each scored its own pairs, the same scorer's
@@ -70,14 +70,13 @@ def test_scores_published_in_two_parts_serve_every_rerank_arm_byte_for_byte(
     printed = capsys.readouterr().out
     assert f"part 2/2 (queries {n // 2}-{n - 1} of {n}): {parts[1]['pairs']} pairs" in printed
 
-    keys = ",".join(job.key for job in plan.jobs)
+    keys = tuple(job.key for job in plan.jobs)
     for arm in arms:
-        one = json.dumps(arm.model_dump(exclude_none=True))
         cache = tmp_path / f"cache-{arm.name}"  # each arm's pod: a score cache of its own, empty
-        assert arm_job.main([*common, "--legs", legs_key, "--reranker", str(reranker), "--scores", keys,
-                             "--rerank-cache", str(cache), "--arm-json", one]) == 0
-        assert arm_job.main(["--state", str(state), "--sweep-id", "s", "--store", str(tmp_path / "alone"),
-                             "--reranker", str(reranker), "--rerank-cache", "none", "--arm-json", one]) == 0
+        assert arm_job.main(task_argv(tmp_path, "arm", [arm], legs=legs_key, reranker=reranker, scores=keys,
+                                      rerank_cache=cache, **common)) == 0
+        assert arm_job.main(task_argv(tmp_path, "arm", [arm], state=state, sweep_id="s",
+                                      store=str(tmp_path / "alone"), reranker=reranker)) == 0
         read, alone = (tmp_path / s / "sweeps" / "s" / "pool" / arm.name for s in ("k8s", "alone"))
         for name in DETERMINISTIC:
             assert _sha(read / name) == _sha(alone / name), f"{arm.name}/{name}"
@@ -86,7 +85,7 @@ def test_scores_published_in_two_parts_serve_every_rerank_arm_byte_for_byte(
         assert runinfo["rerank"]["scored"] == 0 and runinfo["rerank"]["checked"] == 1, runinfo["rerank"]
         assert runinfo["rerank"]["from_cache"] > 0
         published = runinfo["legs"]["published_scores"]
-        assert published == {"parts": keys.split(","), "pairs": parts[0]["pairs"] + parts[1]["pairs"],
+        assert published == {"parts": list(keys), "pairs": parts[0]["pairs"] + parts[1]["pairs"],
                              "other_scorer": []}
         assert json.loads((alone / "runinfo.json").read_text())["rerank"]["scored"] > 0
 
@@ -96,11 +95,10 @@ def test_scores_published_in_two_parts_serve_every_rerank_arm_byte_for_byte(
     doc = json.loads(first.read_text())
     first.write_text(json.dumps({**doc, "scorer": {**doc["scorer"], "torch": "0.0"}}))
     arm = arms[2]
-    one = json.dumps(arm.model_dump(exclude_none=True))
     (tmp_path / "k8s" / "sweeps" / "s" / "pool" / arm.name / "complete.json").unlink()
     capsys.readouterr()
-    assert arm_job.main([*common, "--legs", legs_key, "--reranker", str(reranker), "--scores", keys,
-                         "--rerank-cache", str(tmp_path / "cache-other"), "--arm-json", one]) == 0
+    assert arm_job.main(task_argv(tmp_path, "arm", [arm], legs=legs_key, reranker=reranker, scores=keys,
+                                  rerank_cache=tmp_path / "cache-other", **common)) == 0
     note = f"note: the scores at {plan.jobs[0].key} were made by another scorer (torch differ)"
     assert note in capsys.readouterr().err
     folder = tmp_path / "k8s" / "sweeps" / "s" / "pool" / arm.name
@@ -114,8 +112,8 @@ def test_scores_published_in_two_parts_serve_every_rerank_arm_byte_for_byte(
     records[-1] ^= 1
     first.write_text(json.dumps({**doc, "records": base64.b64encode(bytes(records)).decode("ascii")}))
     (folder / "complete.json").unlink()
-    assert arm_job.main([*common, "--legs", legs_key, "--reranker", str(reranker), "--scores", keys,
-                         "--rerank-cache", str(tmp_path / "cache-damaged"), "--arm-json", one]) == 5
+    assert arm_job.main(task_argv(tmp_path, "arm", [arm], legs=legs_key, reranker=reranker, scores=keys,
+                                  rerank_cache=tmp_path / "cache-damaged", **common)) == 5
     err = capsys.readouterr().err
     assert f"{plan.jobs[0].key}: its score records do not match their sha256" in err
     assert (folder / "failed.json").is_file() and not (folder / "complete.json").exists()
@@ -125,14 +123,16 @@ def test_a_scores_job_is_given_rerank_arms_and_one_key(state: Path, tmp_path: Pa
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     from jobs import scores as scores_job
 
-    fusion = json.dumps([CATALOGUE.family("fusion").arm("rrf-60").model_dump(exclude_none=True)])
-    common = ["--state", str(state), "--sweep-id", "s", "--store", str(tmp_path), "--legs", "k", "--reranker",
-              str(tmp_path)]
-    assert scores_job.main([*common, "--scores", "a", "--arm-json", fusion]) == 2
+    fusion = [CATALOGUE.family("fusion").arm("rrf-60")]
+    common: dict[str, Any] = {"state": state, "sweep_id": "s", "store": str(tmp_path), "legs": "k",
+                              "reranker": tmp_path}
+    assert scores_job.main(task_argv(tmp_path, "scores", fusion, scores=("a",), **common)) == 2
     assert "rrf-60 call no cross-encoder" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as raised:
-        scores_job.main([*common, "--scores", "a,b", "--arm-json", fusion])
-    assert raised.value.code == 2 and "one store key, this part's" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as raised:
-        scores_job.main([*common, "--scores", "a", "--part", "3/2", "--arm-json", fusion])
-    assert raised.value.code == 2 and "expected K/P with 1 <= K <= P" in capsys.readouterr().err
+    # a task that is not a scores task's: refused before anything runs, one line naming the file (exit 4)
+    argv = task_argv(tmp_path, "scores", fusion, scores=("a",), **common)
+    for field, bad in (("scores", ["a", "b"]), ("part", "3/2"), ("reranker", None)):
+        doc = {k: v for k, v in json.loads(Path(argv[1]).read_text()).items() if k != field}
+        Path(argv[1]).write_text(json.dumps(doc if bad is None else doc | {field: bad}))
+        assert scores_job.main(argv) == 4
+        err = capsys.readouterr().err
+        assert err.startswith(f"jobs.scores: error: {argv[1]}: ") and err.count("\n") == 1, err

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.errors import EXIT_INPUT, InputDataError
-from harness.sweep.catalogue import CATALOGUE
-from harness.sweep.task import Task, build_task
+from harness.sweep.catalogue import CATALOGUE, Arm
+from harness.sweep.task import Job, Task, build_task
 
 POOL = CATALOGUE.family("pool")
 FUSION = CATALOGUE.family("fusion")
@@ -77,3 +77,12 @@ def test_a_task_file_that_is_not_json_names_the_file(tmp_path: Path) -> None:
         Task.read(tmp_path / "missing.json")
     with pytest.raises(InputDataError, match=r"^RAGSWEEP_TASK: expected a JSON object \(a task\), got list$"):
         Task.from_json("[]", "RAGSWEEP_TASK")
+
+
+def task_argv(folder: Path, job: Job, arms: Sequence[Arm], **fields: Any) -> list[str]:
+    """``--task FILE`` for a task built as the executors build it (harness.sweep.task.build_task), written to a
+    fresh file under ``folder``: how a test runs jobs.arm, jobs.legs or jobs.scores as the executors do."""
+    task = build_task(job, tuple(arms), **fields)
+    path = folder / f"{job}-{len(list(folder.glob('*.task.json')))}.task.json"
+    path.write_text(task.to_json())
+    return ["--task", str(path)]

@@ -15,10 +15,10 @@ the claim) says what was shared.
 ``fetch_legs`` fetches a group's legs and no more, for a process that publishes them for arms
 running elsewhere (``jobs.legs``, a Kubernetes Job). ``GroupRun.prefetch`` fetches them (and the
 answers block) into the group's own cache before its arms run, so that the arms can be spread over
-processes forked from this one (``jobs.arm --processes``) without any of them fetching again.
+processes forked from this one (a task's ``processes``) without any of them fetching again.
 ``GroupRun.prescore`` scores the cross-encoder pairs of a group's rerank arms into the shared score
 cache, this process's part of the queries first (``prescore_order``), so that processes running the
-group's arms at once split its pairs between them by query rather than by arm (``jobs.arm --prescore``).
+group's arms at once split its pairs between them by query rather than by arm (a task's ``prescore``).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class GroupRun:
     part: tuple[int, int] = (0, 1)
     prescored: dict[str, Any] | None = None  # what ``prescore`` did, reported in every arm's runinfo
     # scores other processes published for this group's pairs, read into the score cache before any arm
-    # ran (jobs.arm --scores): which, how many pairs, and any left unread because another scorer made them
+    # ran (a task's scores): which, how many pairs, and any left unread because another scorer made them
     published_scores: dict[str, Any] | None = None
 
     @classmethod
@@ -97,7 +97,7 @@ class GroupRun:
 
     def prefetch(self, settings: BenchConfig) -> None:
         """Fetch the legs every arm of the group asks for, and the answers block, before any arm runs:
-        what arms in processes forked after this read instead of fetching (``jobs.arm --processes``)."""
+        what arms in processes forked after this read instead of fetching (a task's ``processes``)."""
         cache = self.context.legs
         assert cache is not None
         before = cache.counts()["fetched"]

@@ -88,7 +88,7 @@ class BenchStage:
     # (key in metrics.json's extra block, what writes it from the outcomes)
     extra: tuple[str, Summarise] | None = None
     # whether an arm of this stage fetches nothing once its group's legs are fetched and never runs a
-    # model, so it can run in a process forked after them (jobs.arm --processes): torch is not used after a fork
+    # model, so it can run in a process forked after them (a task's processes): torch is not used after a fork
     fork_safe: bool = False
 
     @property

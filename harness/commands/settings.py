@@ -42,7 +42,9 @@ class Settings(BaseSettings):
     rerank_device: str = "cpu"  # what runs the cross-encoder: cpu, cuda or cuda:N (harness.retrieval.rerank)
     rerank_backend: str = "torch"  # the cross-encoder's runtime: torch, or onnx (onnxruntime on the CPU)
     rerank_threads: int = 0  # the cross-encoder's CPU threads (0: torch's own count); a CPU rerank pod's request
-    # -- what a Job is told (jobs/arm.py, jobs/collect.py) --------------------------------------
+    # -- what a Job is told: jobs.arm, jobs.legs and jobs.scores their task, whole (harness.sweep.task) --
+    task: str | None = None
+    # -- what a Job is told (jobs/collect.py) ---------------------------------------------------
     state: Path | None = None
     store: str | None = None
     sweep_id: str | None = None

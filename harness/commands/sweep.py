@@ -139,6 +139,7 @@ def _release() -> Release:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.commands.settings import settings
     from harness.errors import EXIT_PARTIAL, UsageError
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import (
@@ -185,7 +186,9 @@ def run(args: argparse.Namespace) -> int:
                                  s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
                                  share_legs=args.share_legs, rerank_cache=rerank_cache,
                                  rerank_backend=rerank_scorer_from_args(args)[0],
-                                 rerank_device=rerank_device_from_args(args))
+                                 rerank_device=rerank_device_from_args(args),
+                                 embedding_backend=settings().embedding_backend,
+                                 onnx_cache=Path(settings().onnx_cache))
         report = executor.run(arms, sweep_id)
         if args.latency:
             _measure_latency(args, sweep_id, [o.arm for o in report.outcomes if o.status != "failed"], catalogue,

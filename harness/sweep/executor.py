@@ -29,10 +29,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from harness.errors import InputDataError, UsageError
-from harness.model import BACKENDS
+from harness.model import BACKENDS, Backend, EmbeddingBackend
 from harness.objectstore import ArtefactStore, open_store
 from harness.sweep import procs
 from harness.sweep.catalogue import (
@@ -45,6 +45,7 @@ from harness.sweep.catalogue import (
 from harness.sweep.legs import ArmGroup, group_arms, group_id, legs_store_key, published_legs
 from harness.sweep.manifest import emit_manifest, load_manifest, parse_manifest
 from harness.sweep.storage import is_complete, publish_failure, read_failure
+from harness.sweep.task import Job, RerankBackend, Task, build_task
 
 log = logging.getLogger(__name__)
 
@@ -127,14 +128,22 @@ class SweepReport:
 
 
 @dataclass(frozen=True)
-class _Task:
-    """One process of a sweep: the arms it runs (none for a jobs.legs process), and the legs
-    process whose published legs it reads, which must have succeeded before it starts."""
+class _Process:
+    """One process of a sweep: its task, and the legs process whose published legs it reads, which must
+    have succeeded before it starts."""
 
     name: str
-    arms: tuple[Arm, ...]
-    command: list[str]
+    task: Task
     after: str | None = None
+
+    @property
+    def arms(self) -> tuple[Arm, ...]:
+        """The arms it runs and publishes (none for a jobs.legs process)."""
+        return self.task.arms if self.task.job == "arm" else ()
+
+    def command(self, task_file: Path) -> list[str]:
+        """``python -m jobs.<job> --task FILE``: the task is the one thing a child is handed."""
+        return [sys.executable, "-m", f"jobs.{self.task.job}", "--task", str(task_file)]
 
 
 class Executor(Protocol):
@@ -157,75 +166,65 @@ class LocalExecutor:
     rerank_cache: Path | None = None
     rerank_device: str = "cpu"  # what runs the cross-encoder in every group process (harness.retrieval.rerank)
     rerank_backend: str = "torch"  # torch, or onnx: onnxruntime on the CPU (harness.retrieval.rerank)
+    embedding_backend: EmbeddingBackend = "torch"  # what encodes the queries: what built the state's index
+    onnx_cache: Path = Path("var/cache/onnx")  # where the onnx runtimes keep the models' local export
 
     def __post_init__(self) -> None:
         # the processes run from the checkout (cwd=ROOT): a relative path is the caller's, made absolute
         self.state, self.store_spec = self.state.resolve(), procs.absolute_store(self.store_spec)
         self.reranker = self.reranker.resolve() if self.reranker else None
         self.rerank_cache = self.rerank_cache.resolve() if self.rerank_cache else None
+        self.onnx_cache = self.onnx_cache.resolve()
 
-    def _common(self, module: str, arms: Sequence[Arm], sweep_id: str) -> list[str]:
-        specs = [arm.model_dump(exclude_none=True) for arm in arms]
-        command = [sys.executable, "-m", module, "--state", str(self.state), "--store", self.store_spec,
-                   "--sweep-id", sweep_id, "--arm-json", json.dumps(specs if len(specs) > 1 else specs[0]),
-                   "--backend", self.backend]
-        if self.s3_endpoint:
-            command += ["--s3-endpoint", self.s3_endpoint]
-        return command
-
-    def _command(self, arms: Sequence[Arm], sweep_id: str, processes: int = 1, legs: str | None = None,
-                 part: tuple[int, int] = (0, 1)) -> list[str]:
-        command = [*self._common("jobs.arm", arms, sweep_id), "--workers", str(self.arm_workers)]
-        if len(arms) > 1 and processes > 1:
-            command += ["--processes", str(processes)]
-        if legs is not None:
-            command += ["--legs", legs]
-        if part[1] > 1:
-            command += ["--part", f"{part[0] + 1}/{part[1]}"]
-        if self.reranker:
-            command += ["--reranker", str(self.reranker), "--rerank-device", self.rerank_device,
-                        "--rerank-backend", self.rerank_backend]
-            if self.rerank_device == "cpu":
-                # the workers' processes score at once: each gets its share of the cores (threads spin
-                # when there are more than cores: two torch processes of 2 threads on 2 cores scored 11
-                # pairs/s between them, of 1 thread 82; onnxruntime 78 and 118: docs/sweeps.md)
-                command += ["--rerank-threads", str(max(1, (os.cpu_count() or 1) // self.workers))]
-        command += ["--rerank-cache", str(self.rerank_cache) if self.rerank_cache else "none"]
-        return command
+    def _task(self, job: Job, arms: Sequence[Arm], sweep_id: str, *, processes: int = 1, legs: str | None = None,
+              part: tuple[int, int] = (0, 1), prescore: Sequence[Arm] = ()) -> Task:
+        """A process's task, built as the Kubernetes Jobs' are (harness.sweep.task.build_task)."""
+        rerank = job == "arm" and self.reranker is not None
+        # the workers' processes score at once: each gets its share of the cores (threads spin when there
+        # are more than cores: two torch processes of 2 threads on 2 cores scored 11 pairs/s between them,
+        # of 1 thread 82; onnxruntime 78 and 118: docs/sweeps.md)
+        threads = max(1, (os.cpu_count() or 1) // self.workers) if self.rerank_device == "cpu" else 0
+        return build_task(job, tuple(arms), state=self.state, store=self.store_spec, sweep_id=sweep_id,
+                          backend=cast(Backend, check_backend(self.backend)), s3_endpoint=self.s3_endpoint,
+                          workers=self.arm_workers if job == "arm" else 1, embedding_backend=self.embedding_backend,
+                          onnx_cache=self.onnx_cache, reranker=self.reranker if rerank else None,
+                          rerank_device=self.rerank_device, rerank_backend=cast(RerankBackend, self.rerank_backend),
+                          rerank_threads=threads, rerank_cache=self.rerank_cache, legs=legs, part=part,
+                          prescore=tuple(prescore), processes=processes)
 
     def _tasks(self, group: ArmGroup, sweep_id: str, spread: int, store: ArtefactStore,
-               arms: Sequence[Arm] = ()) -> list[_Task]:
+               arms: Sequence[Arm] = ()) -> list[_Process]:
         """The processes that run ``group``: one, forking ``spread`` ways once its legs are fetched
         when its arms may fork; else, for a group with arms that run the cross-encoder and more than
         one worker, a jobs.legs process that publishes its legs (unless a rerun finds them, or the
         deeper legs of the sweep's other ``arms``, already published: harness.sweep.legs.published_legs)
         and up to ``workers`` processes that read them, every one the group's n-th arms, answering their
-        queries from its own part of them on (``jobs.arm --part``), after scoring the pairs of the
-        group's rerank arms into the shared score cache from its part on (``jobs.arm --prescore``)."""
+        queries from its own part of them on (its task's ``part``), after scoring the pairs of the
+        group's rerank arms into the shared score cache from its part on (its task's ``prescore``)."""
         from harness.bench.stages import STAGES
 
         fork_safe = all(STAGES[arm.arm_config.stage].fork_safe for arm in group.arms)
         if not group.shared or fork_safe or min(self.workers, len(group.arms)) < 2:
-            return [_Task(group.name, group.arms, self._command(group.arms, sweep_id, spread if group.shared else 1))]
+            task = self._task("arm", group.arms, sweep_id, processes=spread if group.shared else 1)
+            return [_Process(group.name, task)]
         assert group.key is not None
         identity = legs_identity(self.state, self.backend)
         found = published_legs(store, sweep_id, identity, group, arms, self.backend)
         key = found or legs_store_key(sweep_id, group_id(identity, group.key))
-        tasks: list[_Task] = []
+        tasks: list[_Process] = []
         after = None
         if found is None:
             after = f"{group.name} legs"
-            tasks.append(_Task(after, (), [*self._common("jobs.legs", group.arms, sweep_id), "--legs", key]))
+            tasks.append(_Process(after, self._task("legs", group.arms, sweep_id, legs=key)))
         parts = min(self.workers, len(group.arms))
         # with a score cache the processes share, each first scores the pairs of all the group's rerank
-        # arms for its part of the queries (jobs.arm --prescore), so that no process idles while another
+        # arms for its part of the queries (its task's prescore), so that no process idles while another
         # scores an arm of its own alone (the cold catalogue: 42 of its 71 minutes, docs/growth.md)
-        rerank = [arm.model_dump(exclude_none=True) for arm in group.arms if arm.needs_reranker]
-        prescore = ["--prescore", json.dumps(rerank)] if rerank and self.rerank_cache and parts > 1 else []
+        rerank = [arm for arm in group.arms if arm.needs_reranker]
+        prescore = rerank if self.rerank_cache and parts > 1 else []
         for k in range(parts):
-            share = group.arms[k::parts]
-            tasks.append(_Task(f"{group.name} {k + 1}/{parts}", share,
-                               [*self._command(share, sweep_id, legs=key, part=(k, parts)), *prescore], after))
+            task = self._task("arm", group.arms[k::parts], sweep_id, legs=key, part=(k, parts), prescore=prescore)
+            tasks.append(_Process(f"{group.name} {k + 1}/{parts}", task, after))
         return tasks
 
     def _say(self, text: str) -> None:
@@ -262,7 +261,7 @@ class LocalExecutor:
         digest_of = {arm.name: digest for arm, digest in zip(arms, digests, strict=True)}
         groups = group_arms(pending, self.backend, share=self.share_legs)
         # Fewer groups than workers: a group spreads its arms over the idle workers once its legs are
-        # fetched (jobs.arm --processes, or processes reading its published legs), so a one-family
+        # fetched (its task's processes, or processes reading its published legs), so a one-family
         # sweep does not leave cores idle.
         spread = max(1, self.workers // max(1, len(groups)))
         queue = [task for group in groups for task in self._tasks(group, sweep_id, spread, store, arms)]
@@ -271,11 +270,11 @@ class LocalExecutor:
                   f"{len(pending)} to run in {len(groups)} groups, {len(queue)} processes "
                   f"({legs_tasks} publishing legs) on {min(self.workers, max(1, len(queue)))} workers"
                   + (f", each group's arms over up to {spread} processes" if spread > 1 else ""))
-        running: dict[str, tuple[_Task, subprocess.Popen[bytes], float, Path]] = {}
+        running: dict[str, tuple[_Process, subprocess.Popen[bytes], float, Path]] = {}
         finished: dict[str, str] = {}  # legs task -> "" when it succeeded, else why not
         done = 0
 
-        def record(task: _Task, outcomes: list[ArmOutcome]) -> None:
+        def record(task: _Process, outcomes: list[ArmOutcome]) -> None:
             nonlocal done
             for outcome in outcomes:
                 done += 1
@@ -304,10 +303,11 @@ class LocalExecutor:
                                 publish_failure(store, sweep_id, arm, digest_of[arm.name], why)
                             record(task, [ArmOutcome(arm, "failed", 0.0, why, len(task.arms)) for arm in task.arms])
                             continue
+                        task_file = logs.write_task(task.name, task.task.to_json())
                         with logs.open(task.name) as fh:
                             # Under `python -m` the working directory leads sys.path, so cwd=ROOT imports jobs
-                            # and harness from this checkout (every path the command names is absolute).
-                            proc = procs.start(task.command, fh, ROOT, lock)
+                            # and harness from this checkout (every path the task names is absolute).
+                            proc = procs.start(task.command(task_file), fh, ROOT, lock)
                         running[task.name] = (task, proc, time.perf_counter(), logs.path(task.name))
                     time.sleep(0.2)
                     for name in list(running):

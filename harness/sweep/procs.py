@@ -11,8 +11,9 @@
   process group (the sweep stops them itself); a process ``jobs.arm`` forks sets the same
   (:func:`die_with_parent`). On SIGTERM or Ctrl-C the sweep stops its arm processes (:func:`stop`) and exits.
 - Logs go under the sweep's own folder, ``OUT/logs/<sweep id>/<process>.log`` (a fresh private temporary
-  folder for an ``s3://`` store), every folder and file opened without following a link: a planted
-  symbolic link is refused in one line, never written through.
+  folder for an ``s3://`` store), each process's task beside its log (``<process>.task.json``,
+  harness.sweep.task: the one thing the process is handed), every folder and file opened without
+  following a link: a planted symbolic link is refused in one line, never written through.
 """
 
 from __future__ import annotations
@@ -188,15 +189,26 @@ class LogFolder:
         try:
             folder = cls(root.joinpath(*parts), fd)
             for name in names:
-                target = folder.path(name)
-                if target.is_symlink():
-                    raise _refuse_link(target, "its log", OSError(errno.ELOOP, "a link"))
+                for target, what in ((folder.path(name), "its log"), (folder.task_path(name), "its task")):
+                    if target.is_symlink():
+                        raise _refuse_link(target, what, OSError(errno.ELOOP, "a link"))
             yield folder
         finally:
             os.close(fd)
 
     def path(self, name: str) -> Path:
         return self.folder / (("".join(c if c.isalnum() or c in "-_" else "-" for c in name)) + ".log")
+
+    def task_path(self, name: str) -> Path:
+        return self.path(name).with_suffix(".task.json")
+
+    def write_task(self, name: str, text: str) -> Path:
+        """The process's task beside its log, made or emptied, never through a link: its one input."""
+        target = self.task_path(name)
+        fd = open_nofollow(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "its task", dir_fd=self._fd)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+        return target
 
     def open(self, name: str) -> BinaryIO:
         """The process's log, made or emptied, never through a link."""

@@ -6,7 +6,7 @@ a group (eight of the catalogue's fifteen rerank the same 48 candidates a query)
 every pair again. Instead, after the group's legs are published, P scores Jobs (``jobs.scores``) each
 score the pairs of every pending rerank arm of the group over its part of the judged queries (the k-th
 of P: the k/P-th to the (k+1)/P-th) and publish them here; each rerank arm Job reads every part into
-its own cache before its arms run (``jobs.arm --scores``), checks the first pair it reads by scoring it
+its own cache before its arms run (an arm task's ``scores``), checks the first pair it reads by scoring it
 again, and scores only what no part holds. A pair's score is its own forward pass's, so the arm writes
 the bytes it writes scoring every pair itself.
 

@@ -26,6 +26,7 @@ from harness.model import Backend, EmbeddingBackend
 from harness.sweep.catalogue import Arm
 
 Job = Literal["arm", "legs", "scores"]
+RerankBackend = Literal["torch", "onnx"]
 
 
 class Task(BaseModel):
@@ -49,7 +50,7 @@ class Task(BaseModel):
     onnx_cache: Path = Path("var/cache/onnx")  # where the onnx runtimes keep the models' local export
     reranker: Path | None = None  # the cross-encoder's folder (rerank arms, scores)
     rerank_device: str = "cpu"  # cpu, cuda or cuda:N
-    rerank_backend: Literal["torch", "onnx"] = "torch"
+    rerank_backend: RerankBackend = "torch"
     rerank_threads: int = Field(0, ge=0)  # the cross-encoder's CPU threads (0: torch's own count)
     rerank_cache: Path | None = None  # the score cache folder every process shares; None: in memory only
     workers: int = Field(1, ge=1)  # bench's query workers within one arm
@@ -120,7 +121,7 @@ def build_task(job: Job, arms: tuple[Arm, ...] | list[Arm], *, state: Path | str
                backend: Backend = "embedded", s3_endpoint: str | None = None, workers: int = 1,
                embedding_backend: EmbeddingBackend = "torch", onnx_cache: Path | str | None = None,
                reranker: Path | str | None = None, rerank_device: str = "cpu",
-               rerank_backend: Literal["torch", "onnx"] = "torch", rerank_threads: int = 0,
+               rerank_backend: RerankBackend = "torch", rerank_threads: int = 0,
                rerank_cache: Path | str | None = None, legs: str | None = None, scores: tuple[str, ...] = (),
                part: tuple[int, int] = (0, 1), prescore: tuple[Arm, ...] | list[Arm] = (),
                processes: int = 1) -> Task:

@@ -4,13 +4,14 @@ Every Job carries backoffLimit, activeDeadlineSeconds, ttlSecondsAfterFinished a
 that never restarts in place (restartPolicy Never, so a retry is a new pod the Job
 controller counts), the ``app.kubernetes.io/*`` labels and ``ragsweep.io/sweep-id``,
 ``/family`` and ``/arm`` (label-safe; the exact values are annotations). The image is
-referenced by digest. The container runs ``python -m jobs.arm`` with no arguments: every
-input is one of that entrypoint's RAGSWEEP_* environment twins, and credentials enter only
-through ``secretKeyRef`` (harness.sweep.k8s.env; with OpenSearch's CA file where it speaks TLS).
+referenced by digest. The container runs ``python -m jobs.arm`` with no arguments: its input is
+one task (harness.sweep.task, built as the local executor builds it) in one environment variable,
+``RAGSWEEP_TASK``, and credentials enter only through ``secretKeyRef`` (harness.sweep.k8s.env; with
+OpenSearch's CA file where it speaks TLS), never in the task.
 A legs Job (``python -m jobs.legs``, on a CPU node) fetches a group's
-shared legs once and publishes them; the group's arm Jobs are told where (``RAGSWEEP_LEGS``). A
+shared legs once and publishes them; the group's arm Jobs are told where (their task's ``legs``). A
 scores Job (``python -m jobs.scores``, on a GPU node) scores one part of a group's cross-encoder
-pairs and publishes them; the group's rerank arm Jobs are told where (``RAGSWEEP_SCORES``).
+pairs and publishes them; the group's rerank arm Jobs are told where (their task's ``scores``).
 A rerank-stage arm requests the GPU resource and carries the GPU placement; every other arm
 gets the CPU placement and no GPU toleration. A release without GPUs (``gpu.enabled`` false) runs
 its rerank arms and scores Jobs as CPU pods, the cross-encoder on the CPU (``rerank_scorer``).
@@ -23,10 +24,9 @@ backoffLimit; a pod evicted by a disruption does not count against it.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client as k
 
@@ -35,6 +35,7 @@ from harness.sweep.catalogue import Arm
 from harness.sweep.k8s.env import SCRATCH, ca_volume, runtime_env, service_env, store_env
 from harness.sweep.k8s.env import plain as _env
 from harness.sweep.k8s.settings import LauncherSettings, PodShape, rerank_scorer, whole_cores
+from harness.sweep.task import Job, RerankBackend, build_task
 
 APP_NAME = "ragsweep"
 MANAGED_BY = "ragsweep-launcher"
@@ -55,6 +56,7 @@ SCORES_CONTAINER = "scores"
 COLLECT_COMMAND = (PYTHON, "-m", "jobs.collect")
 SYNC_COMMAND = (PYTHON, "-m", "jobs.sync", "pull")
 RERANK_CACHE = f"{SCRATCH}/rerank-cache"
+TASK_VAR = "RAGSWEEP_TASK"  # a Job's one input: its task, whole (harness.sweep.task)
 UID = 10001
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -116,43 +118,30 @@ def sweep_selector(sweep_id: str, component: str | None = None) -> str:
     return f"{selector},{LABEL_COMPONENT}={component}" if component else selector
 
 
-def arm_json(arm: Arm | Sequence[Arm]) -> str:
-    """The arm spec (or a group's list of them) exactly as the local executor passes it to ``--arm-json``."""
-    if isinstance(arm, Arm):
-        return json.dumps(arm.model_dump(exclude_none=True))
-    return json.dumps([a.model_dump(exclude_none=True) for a in arm])
-
-
-def arm_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str, *, legs: str | None = None,
-            reranker: bool | None = None, scores: Sequence[str] = (), cache: bool = True) -> list[k.V1EnvVar]:
-    """jobs.arm's environment twins, in its own order, then the store and runtime settings. ``legs``: the
-    store key of the group's published legs.json (RAGSWEEP_LEGS: read, never refetched); ``scores``: the
-    store keys of its published cross-encoder scores (RAGSWEEP_SCORES); ``cache``: whether the
-    cross-encoder's score cache is on the scratch volume (else in the process's memory)."""
-    env = [
-        _env("RAGSWEEP_STATE", settings.state_path),
-        _env("RAGSWEEP_STORE", settings.store),
-        _env("RAGSWEEP_SWEEP_ID", sweep_id),
-        _env("RAGSWEEP_ARM", arm_json(arm)),
-    ]
-    if reranker if reranker is not None else isinstance(arm, Arm) and arm.needs_reranker:
-        env.append(_env("RAGSWEEP_RERANKER", settings.reranker_path))
-        # the root filesystem is read-only: the cross-encoder score cache lives on the pod's scratch
-        # volume, so it lasts one pod (docs/sweeps.md, "The machine's score cache")
-        env.append(_env("RAGSWEEP_RERANK_CACHE", RERANK_CACHE if cache else "none"))
-        # the Job asks for the GPU resource (gpu.resource_name): the cross-encoder runs on it; without GPUs
-        # on its CPU node's cores, as many threads as the pod's CPU request has whole cores
-        env.append(_env("RAGSWEEP_RERANK_DEVICE", rerank_scorer(settings)[1]))
-        threads = None if settings.gpu.enabled else whole_cores(settings.arm.resources)
-        if threads is not None:
-            env.append(_env("RAGSWEEP_RERANK_THREADS", str(threads)))
-    env.append(_env("RAGSWEEP_WORKERS", str(settings.workers)))
-    env.append(_env("RAGSWEEP_BACKEND", settings.backend))
-    if legs is not None:
-        env.append(_env("RAGSWEEP_LEGS", legs))
-    if scores:
-        env.append(_env("RAGSWEEP_SCORES", ",".join(scores)))
-    env += [e for e in store_env(settings) if e.name != "RAGSWEEP_STORE"]
+def task_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str, *, job: Job = "arm",
+             legs: str | None = None, reranker: bool | None = None, scores: Sequence[str] = (),
+             part: tuple[int, int] = (0, 1), cache: bool = True) -> list[k.V1EnvVar]:
+    """A Job's one task (harness.sweep.task, built as the local executor builds it) in RAGSWEEP_TASK, then the
+    store's region and credentials (by reference only), the service and runtime settings. ``legs``: the store
+    key of the group's legs.json (an arm's and a scores Job's to read, a legs Job's to write); ``scores``: the
+    store keys of its cross-encoder scores (an arm's to read, a scores Job's one to write); ``reranker``:
+    whether the Job runs the cross-encoder (default: a rerank arm does); ``cache``: whether its score cache is
+    on the scratch volume (else in the process's memory)."""
+    arms = (arm,) if isinstance(arm, Arm) else tuple(arm)
+    rerank = reranker if reranker is not None else isinstance(arm, Arm) and arm.needs_reranker
+    backend, device = rerank_scorer(settings)
+    # the root filesystem is read-only: the cross-encoder score cache lives on the pod's scratch volume, so it
+    # lasts one pod (docs/sweeps.md, "The machine's score cache"). The Job asks for the GPU resource
+    # (gpu.resource_name): the cross-encoder runs on it; without GPUs on its CPU node's cores, as many threads
+    # as the pod's CPU request has whole cores
+    threads = None if settings.gpu.enabled else whole_cores(settings.arm.resources)
+    task = build_task(job, arms, state=settings.state_path, store=settings.store, sweep_id=sweep_id,
+                      backend=settings.backend, s3_endpoint=settings.s3_endpoint, workers=settings.workers,
+                      reranker=settings.reranker_path if rerank else None, rerank_device=device,
+                      rerank_backend=cast(RerankBackend, backend), rerank_threads=threads or 0,
+                      rerank_cache=RERANK_CACHE if cache else None, legs=legs, scores=tuple(scores), part=part)
+    env = [_env(TASK_VAR, task.to_json())]
+    env += [e for e in store_env(settings) if e.name not in ("RAGSWEEP_STORE", "RAGSWEEP_S3_ENDPOINT")]
     return env + service_env(settings) + runtime_env()
 
 
@@ -264,7 +253,7 @@ def build_legs_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: st
     init, volumes, mounts = _state_volumes(settings, settings.images.cpu, settings.arm)
     container = k.V1Container(
         name=LEGS_CONTAINER, image=settings.images.cpu, image_pull_policy=settings.image_pull_policy,
-        command=list(LEGS_COMMAND), env=arm_env(settings, arms, sweep_id, legs=legs, reranker=False),
+        command=list(LEGS_COMMAND), env=task_env(settings, arms, sweep_id, job="legs", legs=legs, reranker=False),
         resources=_resources(settings.arm.resources), security_context=_security_context(), volume_mounts=mounts,
         termination_message_policy="FallbackToLogsOnError",
     )
@@ -309,8 +298,8 @@ def build_scores_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: 
     them to the store at ``scores``; on a GPU node, the cross-encoder on the GPU, as a rerank arm's Job runs it
     (the same scorer key, so the arms read the scores; gpu.enabled false: both on CPU nodes); scores kept in
     memory, not on the scratch volume."""
-    env = arm_env(settings, arms, sweep_id, legs=legs, reranker=True, cache=False)
-    env += [_env("RAGSWEEP_SCORES", scores), _env("RAGSWEEP_SCORES_PART", f"{part[0] + 1}/{part[1]}")]
+    env = task_env(settings, arms, sweep_id, job="scores", legs=legs, reranker=True, scores=(scores,), part=part,
+                   cache=False)
     shape, pod = _rerank_pod(settings, SCORES_CONTAINER, SCORES_COMMAND, env, reranker_key)
     annotations = {"ragsweep.io/sweep-id": sweep_id, "ragsweep.io/legs": legs, "ragsweep.io/scores": scores,
                    "ragsweep.io/arms": ",".join(a.name for a in arms)}
@@ -323,7 +312,7 @@ def build_arm_job(settings: LauncherSettings, arm: Arm, sweep_id: str, *, rerank
     """One arm as one Job. ``reranker_key`` is the store key of the reranker archive (rerank arms); ``legs``
     the store key of its group's published legs (the arm reads them instead of fetching its own); ``scores``
     the store keys of its group's published cross-encoder scores (read into its score cache first)."""
-    env = arm_env(settings, arm, sweep_id, legs=legs, scores=scores)
+    env = task_env(settings, arm, sweep_id, legs=legs, scores=scores)
     if arm.needs_reranker:
         if not reranker_key:
             from harness.errors import UsageError

@@ -9,11 +9,11 @@ The flow of ``run(arms, sweep_id)``:
 3. on the embedded backend, each group of two or more pending arms that share legs
    (harness.sweep.legs) gets one legs Job (``jobs.legs``) unless its legs.json is already in the
    store; the group's arm Jobs are submitted once it succeeded and read the legs from there
-   (``RAGSWEEP_LEGS``). A legs Job that fails fails its group's arms, naming it: no arm fetches
+   (their task's ``legs``). A legs Job that fails fails its group's arms, naming it: no arm fetches
    shared legs itself behind the launcher's back (docs/kubernetes.md, "Shared legs"). Then a group
    with two or more pending rerank arms gets scores Jobs (``jobs.scores``, one part of its queries
    each, at most ``parallelism``) unless their parts are published; its rerank arm Jobs read them
-   (``RAGSWEEP_SCORES``). A scores Job that fails fails the group's rerank arms, naming it
+   (their task's ``scores``). A scores Job that fails fails the group's rerank arms, naming it
    (docs/kubernetes.md, "Shared cross-encoder scores");
 4. arm Jobs are built (``builders``), submitted (``submit``) at most ``parallelism`` at a time, and
    waited for on one watch with an overall deadline (``watch``);
