@@ -279,8 +279,8 @@ def test_an_s3_endpoint_setting_that_is_not_a_url(monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.parametrize(("variable", "value", "problem"), [
-    ("RAGSWEEP_WORKERS", "abc", "Input should be a valid integer, unable to parse string as an integer"),
-    ("RAGSWEEP_BACKEND", "cloud", "Input should be 'embedded' or 'stack'"),
+    ("RAGSWEEP_SYNC_WAIT", "abc", "Input should be a valid number, unable to parse string as a number"),
+    ("RAGSWEEP_EMBEDDING_BACKEND", "cloud", "Input should be 'torch' or 'onnx'"),
     ("RAGSWEEP_K8S_TIMEOUT", "soon", "Input should be a valid number, unable to parse string as a number"),
 ])
 def test_a_bad_setting_is_one_line_naming_its_variable(variable: str, value: str, problem: str, tmp_path: Path,

@@ -12,28 +12,45 @@ from harness.errors import UsageError
 
 def test_settings_read_the_ragsweep_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGSWEEP_OPENSEARCH_URL", "http://127.0.0.1:9200")
-    monkeypatch.setenv("RAGSWEEP_WORKERS", "3")
-    monkeypatch.setenv("RAGSWEEP_STATE", "/tmp/s")
-    monkeypatch.setenv("RAGSWEEP_BACKEND", "stack")
+    monkeypatch.setenv("RAGSWEEP_SYNC_WAIT", "3")
+    monkeypatch.setenv("RAGSWEEP_SYNC_OUT", "/tmp/s")
+    monkeypatch.setenv("RAGSWEEP_EMBEDDING_BACKEND", "onnx")
     got = settings()
-    assert (got.opensearch_url, got.workers, got.state, got.backend) == ("http://127.0.0.1:9200", 3, Path("/tmp/s"),
-                                                                         "stack")
+    assert (got.opensearch_url, got.sync_wait, got.sync_out, got.embedding_backend) == (
+        "http://127.0.0.1:9200", 3.0, Path("/tmp/s"), "onnx")
 
 
 def test_unset_variables_are_the_entrypoints_old_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENSEARCH_URL", "S3_ENDPOINT", "WORKERS", "BACKEND", "ARMS", "STORE"):
+    for name in ("OPENSEARCH_URL", "S3_ENDPOINT", "SYNC_WAIT", "EMBEDDING_BACKEND", "ARMS", "STORE"):
         monkeypatch.delenv(f"RAGSWEEP_{name}", raising=False)
     got = settings()
-    assert (got.opensearch_url, got.s3_endpoint, got.workers, got.backend, got.arms, got.store) == (
-        "", None, 1, "embedded", "all", None)
+    assert (got.opensearch_url, got.s3_endpoint, got.sync_wait, got.embedding_backend, got.arms, got.store) == (
+        "", None, 0.0, "torch", "all", None)
+
+
+def test_a_jobs_task_fields_live_in_the_task_not_in_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jobs.arm, jobs.legs and jobs.scores are told their task whole (RAGSWEEP_TASK, harness.sweep.task): no
+    field only a task has is a setting, so a stray RAGSWEEP_WORKERS or RAGSWEEP_ARM is not read at all."""
+    from harness.commands.settings import Settings
+    from harness.sweep.task import Task
+
+    # what both have: the collector's and sync's store and sweep (and ``arms``, the collector's selector,
+    # ``--arms fusion``), and the machine's defaults the CLI reads (the encoder's and the cross-encoder's
+    # runtime and caches), which the executors then write into each task
+    shared = {"store", "sweep_id", "s3_endpoint", "arms", "embedding_backend", "onnx_cache", "rerank_device",
+              "rerank_backend", "rerank_cache"}
+    assert set(Settings.model_fields) & set(Task.model_fields) == shared
+    monkeypatch.setenv("RAGSWEEP_WORKERS", "abc")  # once a job field; now nothing reads it
+    monkeypatch.setenv("RAGSWEEP_ARM", "{")
+    assert settings().task is None
 
 
 def test_a_backend_outside_the_one_type_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """One line naming the variable (a usage error, exit 2), not pydantic's multi-line dump."""
-    monkeypatch.setenv("RAGSWEEP_BACKEND", "cloud")
+    monkeypatch.setenv("RAGSWEEP_EMBEDDING_BACKEND", "cloud")
     with pytest.raises(UsageError) as refused:
         settings()
-    assert str(refused.value) == ("RAGSWEEP_BACKEND='cloud': Input should be 'embedded' or 'stack'; "
+    assert str(refused.value) == ("RAGSWEEP_EMBEDDING_BACKEND='cloud': Input should be 'torch' or 'onnx'; "
                                   "set it to what is expected, or unset it")
 
 

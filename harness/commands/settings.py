@@ -19,7 +19,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from harness.errors import UsageError
-from harness.model import Backend, EmbeddingBackend
+from harness.model import EmbeddingBackend
 
 ENV_PREFIX = "RAGSWEEP_"
 
@@ -41,25 +41,14 @@ class Settings(BaseSettings):
     rerank_cache: str = "var/cache/rerank"
     rerank_device: str = "cpu"  # what runs the cross-encoder: cpu, cuda or cuda:N (harness.retrieval.rerank)
     rerank_backend: str = "torch"  # the cross-encoder's runtime: torch, or onnx (onnxruntime on the CPU)
-    rerank_threads: int = 0  # the cross-encoder's CPU threads (0: torch's own count); a CPU rerank pod's request
-    # -- what a Job is told: jobs.arm, jobs.legs and jobs.scores their task, whole (harness.sweep.task) --
+    # -- what a Job is told: jobs.arm, jobs.legs and jobs.scores their task, whole: its fields are
+    # harness.sweep.task.Task's, defined there once, never here -------------------------------------
     task: str | None = None
-    # -- what a Job is told (jobs/collect.py) ---------------------------------------------------
-    state: Path | None = None
+    # -- what the collector is told (jobs/collect.py; store and s3_endpoint: jobs/sync.py too) ------
     store: str | None = None
     sweep_id: str | None = None
-    arm: str | None = None  # the arm spec as JSON {name, family, axis, config}, or a list of arms sharing legs
-    legs: str | None = None  # the store key of a group's published legs.json (jobs.arm reads, jobs.legs writes)
-    # store keys of a group's published cross-encoder scores, comma-separated (jobs.arm reads them all,
-    # jobs.scores writes one: its part, RAGSWEEP_SCORES_PART, "k/P")
-    scores: str | None = None
-    scores_part: str = "1/1"
     arms: str = "all"
     manifest: Path | None = None
-    reranker: Path | None = None
-    workers: int = 1
-    processes: int = 1  # jobs.arm: processes a group's arms are spread over once its legs are fetched
-    backend: Backend = "embedded"
     # -- what the sync containers are told (jobs/sync.py) ---------------------------------------
     sync_key: str | None = None  # the archive's key in the store
     sync_from: Path | None = None  # push: the folder to pack
