@@ -2,7 +2,7 @@
 
 Each reads its input (``arm``, ``legs``, ``scores``: one task, harness.sweep.task, from ``--task FILE``
 or the RAGSWEEP_TASK variable a Job spec sets; the others: flags, or their RAGSWEEP_* twins read through
-the one settings model, harness.commands.settings), configures logging once as the CLI does
+the one settings model, harness.settings), configures logging once as the CLI does
 (harness.cli.logging_to_stderr, under its own name), calls the harness, and exits with a documented
 code (harness.errors): ``arm`` (one arm, or a group's), ``legs`` (a group's shared legs), ``scores`` (a
 group's cross-encoder scores, one part of its queries), ``collect`` (the comparison), ``sync`` (a
@@ -40,7 +40,7 @@ def _run_task(job: str, argv: Sequence[str] | None) -> int:
     import argparse
     from pathlib import Path
 
-    from harness.commands.settings import settings
+    from harness.settings import settings
     from harness.sweep.runtask import Services, run_task
     from harness.sweep.task import Task
 

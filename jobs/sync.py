@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.commands.settings import settings
+from harness.settings import settings
 from jobs import entrypoint
 
 

@@ -1,5 +1,5 @@
 """Library code never reads the environment (DESIGN.md: configuration enters once, at the CLI or a
-jobs/ entrypoint, as one settings model, harness.commands.settings.Settings).
+jobs/ entrypoint, as one settings model, harness.settings.Settings).
 
 Every module under harness/ outside the CLI (harness/cli.py, harness/commands/) is scanned with
 the AST for os.environ, os.getenv and friends, however os was imported. What remains is listed
@@ -59,7 +59,7 @@ def library_uses() -> dict[str, list[int]]:
 def test_no_library_module_reads_the_environment_unless_listed() -> None:
     found = library_uses()
     unlisted = {rel: lines for rel, lines in found.items() if rel not in ALLOWED}
-    assert unlisted == {}, ("pass these down from the CLI or a jobs/ entrypoint (harness.commands.settings) "
+    assert unlisted == {}, ("pass these down from the CLI or a jobs/ entrypoint (harness.settings) "
                             f"instead of reading os.environ: {unlisted}")
     grown = {rel: (len(lines), ALLOWED[rel][0]) for rel, lines in found.items() if len(lines) > ALLOWED[rel][0]}
     assert grown == {}, f"more environment uses than ALLOWED lists (found, listed): {grown}"
@@ -80,9 +80,9 @@ def test_the_scan_sees_every_spelling() -> None:
 
 
 def test_the_entrypoints_read_the_settings_model_not_os_environ() -> None:
-    # The CLI and jobs/ enter configuration through harness.commands.settings.Settings only.
+    # The CLI and jobs/ enter configuration through harness.settings.Settings only.
     files = [REPO / "harness" / "cli.py", *sorted((REPO / "harness" / "commands").glob("*.py")),
              *sorted((REPO / "jobs").glob("*.py"))]
     found = {p.relative_to(REPO).as_posix(): uses for p in files
              if (uses := environ_uses(p.read_text(encoding="utf-8")))}
-    assert found == {}, f"read these through harness.commands.settings.Settings instead: {found}"
+    assert found == {}, f"read these through harness.settings.Settings instead: {found}"

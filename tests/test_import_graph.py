@@ -49,7 +49,7 @@ STAGES: tuple[str, ...] = ("corpora", "synthetic", "store", "index", "state", "r
 FOUNDATION: frozenset[str] = frozenset({"harness", "harness.model", "harness.errors", "harness.inputfiles",
                                         "harness.outputfiles", "harness.retries", "harness.objectstore"})
 # The CLI: enters configuration and may import any stage; no stage imports it.
-ENTRYPOINTS: tuple[str, ...] = ("harness.__main__", "harness.cli", "harness.commands")
+ENTRYPOINTS: tuple[str, ...] = ("harness.__main__", "harness.cli", "harness.commands", "harness.settings")
 # Sub-stages of index, in import order: building blocks, the stack backend, ingest.
 INDEX_LAYERS: tuple[str, ...] = ("harness.index", "harness.index.opensearch", "harness.index.ingest")
 CELERY_APP = "harness.index.ingest.tasks"

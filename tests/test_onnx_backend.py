@@ -140,8 +140,8 @@ def test_without_onnxruntime_the_onnx_backend_is_a_one_line_usage_error(monkeypa
 
 
 def test_the_setting_is_the_flags_twin(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.commands.settings import settings
     from harness.errors import UsageError
+    from harness.settings import settings
 
     monkeypatch.delenv("RAGSWEEP_EMBEDDING_BACKEND", raising=False)
     assert settings().embedding_backend == "torch"

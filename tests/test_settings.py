@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.settings import settings
 from harness.errors import UsageError
+from harness.settings import settings
 
 
 def test_settings_read_the_ragsweep_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -31,7 +31,7 @@ def test_unset_variables_are_the_entrypoints_old_defaults(monkeypatch: pytest.Mo
 def test_a_jobs_task_fields_live_in_the_task_not_in_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """jobs.arm, jobs.legs and jobs.scores are told their task whole (RAGSWEEP_TASK, harness.sweep.task): no
     field only a task has is a setting, so a stray RAGSWEEP_WORKERS or RAGSWEEP_ARM is not read at all."""
-    from harness.commands.settings import Settings
+    from harness.settings import Settings
     from harness.sweep.task import Task
 
     # what both have: the collector's and sync's store and sweep (and ``arms``, the collector's selector,
@@ -57,7 +57,7 @@ def test_a_backend_outside_the_one_type_is_refused(monkeypatch: pytest.MonkeyPat
 def test_no_stage_reads_the_settings_model() -> None:
     root = Path(__file__).resolve().parents[1] / "harness"
     readers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
-                     if "commands.settings" in p.read_text(encoding="utf-8") and "commands" not in p.parts)
+                     if "harness.settings" in p.read_text(encoding="utf-8") and "commands" not in p.parts)
     assert readers == []
 
 

@@ -45,8 +45,8 @@ def rerank_device_from_args(args: argparse.Namespace) -> str:
 
 def rerank_scorer_from_args(args: argparse.Namespace) -> tuple[str, str]:
     """(--rerank-backend, --rerank-device), each defaulting to its RAGSWEEP_ variable, checked together."""
-    from harness.commands.settings import settings
     from harness.retrieval.rerank import check_scorer
+    from harness.settings import settings
 
     env = settings()
     return check_scorer(getattr(args, "rerank_backend", None) or env.rerank_backend,
@@ -54,8 +54,8 @@ def rerank_scorer_from_args(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def rerank_cache_from_args(args: argparse.Namespace) -> Path | None:
-    from harness.commands.settings import settings
     from harness.retrieval.scorecache import cache_root
+    from harness.settings import settings
 
     return cache_root(getattr(args, "rerank_cache", None) or settings().rerank_cache)
 
@@ -122,8 +122,8 @@ def answer_settings_from_args(args: argparse.Namespace) -> Any:
 def config_from_args(args: argparse.Namespace, control_name: str) -> Any:
     from harness.bench.arm import arm_config_from_args
     from harness.bench.config import BenchConfig
-    from harness.commands.settings import settings
     from harness.judge.policy import RelevancePolicy
+    from harness.settings import settings
 
     return BenchConfig(
         arm=arm_config_from_args(args), control_name=control_name,
@@ -155,8 +155,8 @@ def check_results_folder(out: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.bench.run import run_bench
-    from harness.commands.settings import settings
     from harness.index.embed import SentenceTransformerEmbedder
+    from harness.settings import settings
     from harness.state import State
 
     check_results_folder(args.out)

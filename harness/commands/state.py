@@ -120,11 +120,11 @@ def verify(args: argparse.Namespace) -> int:
 
 
 def build(args: argparse.Namespace) -> int:
-    from harness.commands.settings import settings
     from harness.index.chunking import ChunkingPolicy
     from harness.index.embed import SentenceTransformerEmbedder
     from harness.index.encoder import Batching
     from harness.outputfiles import check_writable, writing
+    from harness.settings import settings
     from harness.state.build import build_state
     from harness.synthetic.folders import check_destination
 

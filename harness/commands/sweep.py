@@ -110,10 +110,10 @@ def _settled(args: argparse.Namespace) -> argparse.Namespace:
     """Fill what a flag left unset from the settings (RAGSWEEP_*): the one read of the environment. Then,
     before any work, the store --out names: a folder that can be written (not a file), or an S3 bucket
     at an endpoint that is a URL."""
-    from harness.commands.settings import settings
     from harness.errors import UsageError
     from harness.objectstore import open_store
     from harness.outputfiles import check_writable
+    from harness.settings import settings
 
     args.s3_endpoint = args.s3_endpoint or settings().s3_endpoint
     if args.out.startswith("s3://"):
@@ -127,7 +127,7 @@ def _settled(args: argparse.Namespace) -> argparse.Namespace:
 
 def _release() -> Release:
     """Where the k8s launcher finds the release, from the settings (RAGSWEEP_K8S_*; unset: Release's default)."""
-    from harness.commands.settings import settings
+    from harness.settings import settings
     from harness.sweep.k8s.executor import Release
 
     env, default = settings(), Release()
@@ -139,8 +139,8 @@ def _release() -> Release:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands.settings import settings
     from harness.errors import EXIT_PARTIAL, UsageError
+    from harness.settings import settings
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import (
         LocalExecutor,
@@ -213,7 +213,7 @@ def _measure_latency(args: argparse.Namespace, sweep_id: str, arms: list[Arm], c
     import logging
     import time
 
-    from harness.commands.settings import settings
+    from harness.settings import settings
     from harness.sweep.executor import open_store
     from harness.sweep.latency import DEFAULT_PASSES, DEFAULT_SAMPLE, already_measured, measure_sweep
 

@@ -1,6 +1,8 @@
 """The one settings model: every ``RAGSWEEP_*`` environment variable, read in one place.
 
-Only the CLI (harness.commands) and the Job entrypoints (jobs/) read it, and they pass what
+Outside the CLI package, since the Job entrypoints read it too: only the CLI (harness.cli,
+harness.commands) and the Job entrypoints (jobs/) read it (tests/test_import_graph.py: no stage
+imports it), and they pass what
 a library function needs down as an argument (the stack's addresses as
 harness.index.ingest.messages.Endpoints). What still touches os.environ under harness/ is listed,
 with why, in tests/test_environ_reads.py: the Celery app (the workers' own entrypoint) and the
