@@ -1,13 +1,15 @@
 """Job entrypoints: what a Kubernetes Job runs, and what the local executor runs as subprocesses.
 
-Each reads its input (``arm``, ``legs``, ``scores``: one task, harness.sweep.task, from ``--task FILE``
-or the RAGSWEEP_TASK variable a Job spec sets; the others: flags, or their RAGSWEEP_* twins read through
-the one settings model, harness.settings), configures logging once as the CLI does
+Each reads its input (``arm``, ``legs``, ``scores``, ``shard``, ``merge``: one task, harness.sweep.task,
+from ``--task FILE`` or the RAGSWEEP_TASK variable a Job spec sets; the others: flags, or their RAGSWEEP_*
+twins read through the one settings model, harness.settings), configures logging once as the CLI does
 (harness.cli.logging_to_stderr, under its own name), calls the harness, and exits with a documented
 code (harness.errors): ``arm`` (one arm, or a group's), ``legs`` (a group's shared legs), ``scores`` (a
-group's cross-encoder scores, one part of its queries), ``collect`` (the comparison), ``sync`` (a
-folder in or out of the object store, the init containers' step), ``baselines`` (re-derive the
-committed baselines). Each one's ``main`` is :func:`entrypoint` around its own body.
+group's cross-encoder scores, one part of its queries), ``shard`` (every arm of a group over one shard
+of its queries), ``merge`` (a sharded group's arms, written from its shards), ``collect`` (the
+comparison), ``sync`` (a folder in or out of the object store, the init containers' step),
+``baselines`` (re-derive the committed baselines). Each one's ``main`` is :func:`entrypoint` around
+its own body.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def _run_task(job: str, argv: Sequence[str] | None) -> int:
     from pathlib import Path
 
     from harness.settings import settings
-    from harness.sweep.runtask import Services, run_task
+    from harness.sweep.dispatch import run_task
+    from harness.sweep.runtask import Services
     from harness.sweep.task import Task
 
     p = argparse.ArgumentParser(prog=f"python -m jobs.{job}",

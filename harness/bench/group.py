@@ -72,13 +72,15 @@ class GroupRun:
     @classmethod
     def open(cls, state: State, settings: BenchConfig, embedder: Embedder, *, opensearch_url: str = "",
              pg_dsn: str = "", published: LegTable | None = None, score_cache: Path | None = None,
-             key: dict[str, str | int] | None = None) -> GroupRun:
+             key: dict[str, str | int] | None = None,
+             vectors: Callable[[Sequence[Query]], Any] | None = None) -> GroupRun:
         """``settings``: any arm of the group (its run-level settings are every arm's). ``key``: the
         legs key the group fetches (harness.bench.config.shared_legs_key of its arms; default the
         ``settings`` arm's own). ``published``: legs fetched by another process, which must cover
         the key; a request of theirs they lack is refused, never fetched. When they carry the query
         vectors, the queries are not encoded: their vectors are read from them. ``score_cache``:
-        the cross-encoder score cache's root (harness.retrieval.scorecache), or None."""
+        the cross-encoder score cache's root (harness.retrieval.scorecache), or None. ``vectors``: how the
+        judged queries are encoded when no published legs carry their vectors (default: all at once)."""
         t0 = time.perf_counter()
         key = dict(key) if key is not None else config_legs_key(settings)
         if published is not None:
@@ -88,7 +90,7 @@ class GroupRun:
                                  f"which do not serve this group's {key}")
             key = theirs
         table = published if published is not None and published.vectors is not None else None
-        read = (lambda judged: table.query_vectors([q.text for q in judged])) if table else None
+        read = (lambda judged: table.query_vectors([q.text for q in judged])) if table else vectors
         legs = LegCache(published=published, prefix=prefix_legs(settings.backend))
         context = open_context(state, settings, embedder, opensearch_url=opensearch_url, pg_dsn=pg_dsn,
                                legs=legs, vectors=read, score_cache=score_cache)

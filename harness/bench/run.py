@@ -93,7 +93,18 @@ def run_arm(context: ArmContext, config: BenchConfig, out: Path, compare: Path |
             if progress:
                 progress(n, len(judged))
     outcomes = {judged[i].id: answered[i] for i in range(len(judged))}
+    return write_arm(context, config, out, outcomes, compare, started=started, legs_info=legs_info,
+                     reranker=reranker, rerank_before=rerank_before)
 
+
+def write_arm(context: ArmContext, config: BenchConfig, out: Path, outcomes: dict[str, QueryOutcome],
+              compare: Path | None = None, *, started: float, legs_info: Callable[[], dict[str, Any]] | None = None,
+              reranker: Any = None, rerank_before: dict[str, int] | None = None) -> dict[str, Any]:
+    """Score the arm's ``outcomes`` (every judged query's, by query id, in judged order) and write its files:
+    everything computed over all queries (the means, the answers, the run's order) is computed here, from
+    the per-query outcomes, however many processes answered them (harness.bench.shard)."""
+    stage, state, judged, opened = config.bench_stage, context.state, context.judged, context.opened
+    paired = config.time_also
     run = Run(ranked={qid: tuple(h.ranked() for h in o.hits) for qid, o in outcomes.items()})
     normalised = normalise_run(run, stage.normalisation)
     judgements = context.judgements
@@ -140,8 +151,8 @@ def run_arm(context: ArmContext, config: BenchConfig, out: Path, compare: Path |
     if legs_info is not None:
         runinfo["legs"] = legs_info()
     if reranker is not None:
-        now = reranker.counts()
-        runinfo["rerank"] = {**{k: now[k] - rerank_before[k] for k in now},
+        now, before = reranker.counts(), rerank_before or {}
+        runinfo["rerank"] = {**{k: now[k] - before.get(k, 0) for k in now},
                              "cache": str(reranker.store.folder) if reranker.store is not None else None}
     RunInfo.model_validate(runinfo)
     write_files(out, arm_files(config.control_name, metrics, per_query, runinfo, normalised, judgements.qrels,

@@ -51,6 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--no-share-legs", dest="share_legs", action="store_false",
                    help="one process per arm, each fetching its own legs (default: arms whose legs are the same "
                         "run in one process that fetches them once; docs/sweeps.md)")
+    r.add_argument("--shard-queries", action="store_true",
+                   help="split a retrieve/diversify group's judged queries over its workers, one process per shard, "
+                        "and merge: the same bytes as unsharded (off by default; docs/sweeps.md)")
     r.add_argument("--no-latency", dest="latency", action="store_false",
                    help="skip the interleaved latency measurement after the arms (refused when the manifest's gate "
                         "has a latency budget: its verdict needs it)")
@@ -184,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
     with lock_out(args.out):
         executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
                                  s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
-                                 share_legs=args.share_legs, rerank_cache=rerank_cache,
+                                 share_legs=args.share_legs, shard_queries=args.shard_queries,
+                                 rerank_cache=rerank_cache,
                                  rerank_backend=rerank_scorer_from_args(args)[0],
                                  rerank_device=rerank_device_from_args(args),
                                  embedding_backend=settings().embedding_backend,

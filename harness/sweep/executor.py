@@ -134,12 +134,12 @@ class _Process:
 
     name: str
     task: Task
-    after: str | None = None
+    after: tuple[str, ...] = ()  # the legs process, or a merge's shard processes
 
     @property
     def arms(self) -> tuple[Arm, ...]:
-        """The arms it runs and publishes (none for a jobs.legs process)."""
-        return self.task.arms if self.task.job == "arm" else ()
+        """The arms it runs and publishes (none for a jobs.legs or jobs.shard process)."""
+        return self.task.arms if self.task.job in ("arm", "merge") else ()
 
     def command(self, task_file: Path) -> list[str]:
         """``python -m jobs.<job> --task FILE``: the task is the one thing a child is handed."""
@@ -168,6 +168,7 @@ class LocalExecutor:
     rerank_backend: str = "torch"  # torch, or onnx: onnxruntime on the CPU (harness.retrieval.rerank)
     embedding_backend: EmbeddingBackend = "torch"  # what encodes the queries: what built the state's index
     onnx_cache: Path = Path("var/cache/onnx")  # where the onnx runtimes keep the models' local export
+    shard_queries: bool = False  # a fork-safe group's queries split over its workers (harness.sweep.shards)
 
     def __post_init__(self) -> None:
         # the processes run from the checkout (cwd=ROOT): a relative path is the caller's, made absolute
@@ -177,7 +178,8 @@ class LocalExecutor:
         self.onnx_cache = self.onnx_cache.resolve()
 
     def _task(self, job: Job, arms: Sequence[Arm], sweep_id: str, *, processes: int = 1, legs: str | None = None,
-              part: tuple[int, int] = (0, 1), prescore: Sequence[Arm] = ()) -> Task:
+              part: tuple[int, int] = (0, 1), prescore: Sequence[Arm] = (), shard: tuple[int, int] | None = None,
+              shards: int = 1) -> Task:
         """A process's task, built as the Kubernetes Jobs' are (harness.sweep.task.build_task)."""
         rerank = job == "arm" and self.reranker is not None
         # the workers' processes score at once: each gets its share of the cores (threads spin when there
@@ -190,7 +192,7 @@ class LocalExecutor:
                           onnx_cache=self.onnx_cache, reranker=self.reranker if rerank else None,
                           rerank_device=self.rerank_device, rerank_backend=cast(RerankBackend, self.rerank_backend),
                           rerank_threads=threads, rerank_cache=self.rerank_cache, legs=legs, part=part,
-                          prescore=tuple(prescore), processes=processes)
+                          prescore=tuple(prescore), processes=processes, shard=shard, shards=shards)
 
     def _tasks(self, group: ArmGroup, sweep_id: str, spread: int, store: ArtefactStore,
                arms: Sequence[Arm] = ()) -> list[_Process]:
@@ -200,10 +202,16 @@ class LocalExecutor:
         deeper legs of the sweep's other ``arms``, already published: harness.sweep.legs.published_legs)
         and up to ``workers`` processes that read them, every one the group's n-th arms, answering their
         queries from its own part of them on (its task's ``part``), after scoring the pairs of the
-        group's rerank arms into the shared score cache from its part on (its task's ``prescore``)."""
+        group's rerank arms into the shared score cache from its part on (its task's ``prescore``). With
+        ``shard_queries``, a fork-safe group: ``spread`` jobs.shard processes, a jobs.merge (harness.sweep.shards)."""
         from harness.bench.stages import STAGES
 
         fork_safe = all(STAGES[arm.arm_config.stage].fork_safe for arm in group.arms)
+        if self.shard_queries and fork_safe and group.shared and spread > 1 and self.backend == "embedded":
+            shards = [_Process(f"{group.name} shard {k + 1}/{spread}",
+                               self._task("shard", group.arms, sweep_id, shard=(k, spread))) for k in range(spread)]
+            merge = self._task("merge", group.arms, sweep_id, shards=spread)
+            return [*shards, _Process(f"{group.name} merge", merge, tuple(s.name for s in shards))]
         if not group.shared or fork_safe or min(self.workers, len(group.arms)) < 2:
             task = self._task("arm", group.arms, sweep_id, processes=spread if group.shared else 1)
             return [_Process(group.name, task)]
@@ -212,10 +220,10 @@ class LocalExecutor:
         found = published_legs(store, sweep_id, identity, group, arms, self.backend)
         key = found or legs_store_key(sweep_id, group_id(identity, group.key))
         tasks: list[_Process] = []
-        after = None
+        after: tuple[str, ...] = ()
         if found is None:
-            after = f"{group.name} legs"
-            tasks.append(_Process(after, self._task("legs", group.arms, sweep_id, legs=key)))
+            after = (f"{group.name} legs",)
+            tasks.append(_Process(after[0], self._task("legs", group.arms, sweep_id, legs=key)))
         parts = min(self.workers, len(group.arms))
         # with a score cache the processes share, each first scores the pairs of all the group's rerank
         # arms for its part of the queries (its task's prescore), so that no process idles while another
@@ -294,11 +302,13 @@ class LocalExecutor:
                     for task in list(queue):
                         if len(running) >= self.workers:
                             break
-                        if task.after is not None and task.after not in finished:
-                            continue  # its legs are still being fetched
+                        if any(name not in finished for name in task.after):
+                            continue  # its legs (or its shards) are still being fetched
                         queue.remove(task)
-                        if task.after is not None and finished[task.after]:
-                            why = f"not run: its group's legs process failed: {finished[task.after]}"
+                        before = next((finished[name] for name in task.after if finished[name]), "")
+                        if before:
+                            kind = "shard" if task.task.job == "merge" else "legs"
+                            why = f"not run: its group's {kind} process failed: {before}"
                             for arm in task.arms:  # named in the store, as an arm that failed is, for the collector
                                 publish_failure(store, sweep_id, arm, digest_of[arm.name], why)
                             record(task, [ArmOutcome(arm, "failed", 0.0, why, len(task.arms)) for arm in task.arms])

@@ -50,12 +50,15 @@ def bench_config(task: Task, arm: Arm) -> Any:
                        onnx_dir=task.onnx_cache, rerank_threads=task.rerank_threads)
 
 
-def open_group(task: Task, store: Any, configs: list[Any], services: Services, *, cache: bool = True) -> Any:
+def open_group(task: Task, store: Any, configs: list[Any], services: Services, *, cache: bool = True,
+               encode: bool = True) -> Any:
     """The group of the arms still to run (``configs``, their run-level settings the same), opened once, over
     the legs published at ``task.legs`` when there are (checked to be this state's and encoder's); ``cache``:
-    whether the score cache is the task's (else the scores are kept in this process's memory)."""
+    whether the score cache is the task's (else the scores are kept in this process's memory). A shard
+    task's group encodes its shard's queries only; ``encode=False`` (a merge) encodes none."""
     from harness.bench.config import legs_key, shared_legs_key
     from harness.bench.group import GroupRun
+    from harness.bench.shard import shard_vectors
     from harness.index.embed import DEFAULT_EMBEDDING_MODEL, SentenceTransformerEmbedder, model_identity
     from harness.retrieval.legs import TableEncoder
     from harness.state import State
@@ -82,7 +85,9 @@ def open_group(task: Task, store: Any, configs: list[Any], services: Services, *
     key = shared_legs_key([legs_key(c.arm) for c in configs], task.backend)
     return GroupRun.open(state, configs[0], embedder, opensearch_url=services.opensearch_url,
                          pg_dsn=services.pg_dsn, published=published,
-                         score_cache=task.rerank_cache if cache else None, key=key)
+                         score_cache=task.rerank_cache if cache else None, key=key,
+                         vectors=(lambda judged: None) if not encode else
+                         shard_vectors(embedder, task.shard) if task.shard else None)
 
 
 # --- arm ---------------------------------------------------------------------------------------------
@@ -236,12 +241,16 @@ def _run_forked(task: Task, store: Any, group: Any, pending: list[tuple[Arm, str
 
 
 def _run_one(task: Task, store: Any, group: Any, arm: Arm, digest: str, config: Any,
-             position: int | None = None) -> None:
+             position: int | None = None, write: Any = None) -> None:
+    """Run the arm (or ``write(folder)`` its files: a merge) and publish its files, complete.json last."""
     from harness.sweep.executor import measurement_identity
     from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES, publish_arm
 
     with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
-        group.run(config, Path(tmp), position=position)
+        if write is not None:
+            write(Path(tmp))
+        else:
+            group.run(config, Path(tmp), position=position)
         files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in (*ARM_FILES, *ARM_EXTRA_FILES)}
     publish_arm(store, task.sweep_id, arm, digest, files,
                 state_identity=_identity(task, arm, measurement_identity))
@@ -335,11 +344,3 @@ def run_scores(task: Task, services: Services) -> int:
           f"{doc.queries[1] - 1} of {n}): {doc.pairs} pairs ({done['scored']} scored) in {done['seconds']}s, "
           f"published to {key}", flush=True)
     return 0
-
-
-RUNNERS = {"arm": run_arms, "legs": lambda task, _services: run_legs(task), "scores": run_scores}
-
-
-def run_task(task: Task, services: Services) -> int:
-    """Run ``task`` as its job says (RUNNERS: a registry, not if/elif); the exit code."""
-    return int(RUNNERS[task.job](task, services))

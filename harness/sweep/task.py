@@ -7,9 +7,11 @@ sweep's log folder and starts ``python -m jobs.<job> --task FILE``; a Job's cont
 environment variable, ``RAGSWEEP_TASK``. Secrets are never in it: the store's credentials and the
 services' passwords stay ``secretKeyRef`` environment variables (harness.sweep.k8s.env).
 
-``job`` says which entrypoint runs it (harness.sweep.runtask): ``arm`` runs and publishes arms,
+``job`` says which entrypoint runs it (harness.sweep.dispatch): ``arm`` runs and publishes arms,
 ``legs`` fetches and publishes a group's shared legs, ``scores`` scores one part of a group's
-cross-encoder pairs and publishes them.
+cross-encoder pairs and publishes them (harness.sweep.runtask); ``shard`` answers every arm of a group
+over one shard of its judged queries (``shard``, "K/W") and publishes the per-query outcomes, ``merge``
+writes and publishes each arm's files from the group's ``shards`` shards (harness.sweep.shards).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from harness.errors import InputDataError
 from harness.model import Backend, EmbeddingBackend
 from harness.sweep.catalogue import Arm
 
-Job = Literal["arm", "legs", "scores"]
+Job = Literal["arm", "legs", "scores", "shard", "merge"]
 RerankBackend = Literal["torch", "onnx"]
 
 
@@ -55,23 +57,33 @@ class Task(BaseModel):
     rerank_cache: Path | None = None  # the score cache folder every process shares; None: in memory only
     workers: int = Field(1, ge=1)  # bench's query workers within one arm
     s3_endpoint: str | None = None
+    # a shard task's shard of the group's judged queries, (k, W) written "K/W": query i of the sorted
+    # judged queries is shard i mod W's (harness.bench.shard); a merge task's count of shards
+    shard: tuple[int, int] | None = None
+    shards: int = Field(1, ge=1)
 
-    @field_validator("part", mode="before")
+    @field_validator("part", "shard", mode="before")
     @classmethod
     def _part(cls, value: Any) -> Any:
         if isinstance(value, str):
             return parse_part(value)
         return value
 
-    @field_serializer("part")
-    def _part_out(self, part: tuple[int, int]) -> str:
-        return f"{part[0] + 1}/{part[1]}"
+    @field_serializer("part", "shard")
+    def _part_out(self, part: tuple[int, int] | None) -> str | None:
+        return None if part is None else f"{part[0] + 1}/{part[1]}"
 
     @model_validator(mode="after")
     def _consistent(self) -> Task:
         k, parts = self.part
         if not 0 <= k < parts:
             raise ValueError(f"part {k + 1}/{parts}: expected K/P with 1 <= K <= P")
+        if self.shard is not None and not 0 <= self.shard[0] < self.shard[1]:
+            raise ValueError(f"shard {self.shard[0] + 1}/{self.shard[1]}: expected K/W with 1 <= K <= W")
+        if (self.job == "shard") != (self.shard is not None):
+            raise ValueError("a shard task, and only a shard task, names its shard (K/W)")
+        if self.job == "merge" and self.shards < 2:
+            raise ValueError("a merge task needs its group's count of shards (shards, at least 2)")
         if self.job in ("legs", "scores") and not self.legs:
             raise ValueError(f"a {self.job} task needs legs (the store key of the group's legs.json)")
         if self.job == "scores" and (self.reranker is None or len(self.scores) != 1):
@@ -124,7 +136,7 @@ def build_task(job: Job, arms: tuple[Arm, ...] | list[Arm], *, state: Path | str
                rerank_backend: RerankBackend = "torch", rerank_threads: int = 0,
                rerank_cache: Path | str | None = None, legs: str | None = None, scores: tuple[str, ...] = (),
                part: tuple[int, int] = (0, 1), prescore: tuple[Arm, ...] | list[Arm] = (),
-               processes: int = 1) -> Task:
+               processes: int = 1, shard: tuple[int, int] | None = None, shards: int = 1) -> Task:
     """The task of one process, as both executors build it: the cross-encoder's settings only where a
     ``reranker`` is given (a process that runs none is told none), ``processes`` only for a group."""
     scorer: dict[str, Any] = {}
@@ -135,4 +147,5 @@ def build_task(job: Job, arms: tuple[Arm, ...] | list[Arm], *, state: Path | str
     return Task(job=job, state=Path(state), store=store, sweep_id=sweep_id, arms=tuple(arms), legs=legs,
                 scores=tuple(scores), part=part, prescore=tuple(prescore),
                 processes=processes if len(arms) > 1 else 1, backend=backend,
-                embedding_backend=embedding_backend, workers=workers, s3_endpoint=s3_endpoint, **scorer, **extra)
+                embedding_backend=embedding_backend, workers=workers, s3_endpoint=s3_endpoint, shard=shard,
+                shards=shards, **scorer, **extra)
