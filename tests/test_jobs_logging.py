@@ -9,7 +9,9 @@ from collections.abc import Sequence
 
 import pytest
 
-JOBS = ("arm", "collect", "sync", "baselines")
+JOBS = ("arm", "legs", "scores", "shard", "merge", "collect", "sync", "baselines")
+# The jobs whose main reads one task (jobs.task_main): their body is jobs._run_task.
+TASK_JOBS = ("arm", "legs", "scores", "shard", "merge")
 
 
 @pytest.mark.parametrize("name", JOBS)
@@ -23,7 +25,10 @@ def test_a_job_shows_library_logging_under_its_own_name(name: str, monkeypatch: 
         logging.getLogger("harness.retries").warning("put k: attempt 1 failed (Timeout: t); retrying in 1.0s")
         return 0
 
-    monkeypatch.setattr(job, "_main", logs)
+    if name in TASK_JOBS:
+        monkeypatch.setattr(importlib.import_module("jobs"), "_run_task", lambda _job, argv: logs(argv))
+    else:
+        monkeypatch.setattr(job, "_main", logs)
     before = list(logging.getLogger("harness").handlers)
     assert job.main([]) == 0
     warning = f"jobs.{name}: warning: put k: attempt 1 failed (Timeout: t); retrying in 1.0s\n"
