@@ -51,7 +51,7 @@ from harness.sweep.k8s.settings import SETTINGS_KEY
 from harness.sweep.k8s.sync import push
 from harness.sweep.k8s.watch import JOB_NAME_LABEL
 from harness.sweep.storage import is_complete
-from harness.sweep.task import Task
+from harness.sweep.task import Task, build_task
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -505,9 +505,10 @@ def test_a_rerank_family_shares_legs_and_scores_through_jobs(gpuless_release: Re
     for arm in arms:
         digest = config_hash(arm, measurement_identity(embedded_state, arm, reranker, "embedded", ("torch", "cpu")))
         assert is_complete(store, sweep_id, arm, digest), arm.name
-        one = json.dumps(arm.model_dump(exclude_none=True))
-        assert arm_job.main(["--state", str(embedded_state), "--sweep-id", sweep_id, "--store", str(alone),
-                             "--reranker", str(reranker), "--rerank-cache", "none", "--arm-json", one]) == 0
+        task = build_task("arm", [arm], state=embedded_state, store=str(alone), sweep_id=sweep_id, reranker=reranker)
+        task_file = tmp_path / f"{arm.name}.task.json"
+        task_file.write_text(task.to_json(), encoding="utf-8")  # no score cache: rerank_cache unset
+        assert arm_job.main(["--task", str(task_file)]) == 0
         folder = f"sweeps/{sweep_id}/{arm.family}/{arm.name}"
         for name in DETERMINISTIC:
             assert store.get_bytes(f"{folder}/{name}") == (alone / folder / name).read_bytes(), f"{arm.name}/{name}"
