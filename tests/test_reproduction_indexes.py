@@ -103,3 +103,13 @@ def test_the_families_the_methodology_did_not_measure_get_rows_of_their_own_outs
     assert row(coefficients, "embedding")[1] == "1 / —"
     # the pooled set stays the methodology's families (here only budget is measured): 8 arms, not 12
     assert row(coefficients, "pooled")[1] == "**8 / 21 (-13)**"
+
+
+def test_the_diversity_table_decomposes_the_rerank_stage_loss(page: str) -> None:
+    table = section(page, "retrieval top-12 vs the rerank stage, nDCG@10 all")
+    assert row(table, "diversity-only")[0] == "diversity-only: not in the methodology: pool 48, diversity_sample, " \
+                                              "no cross-encoder"
+    assert row(table, "diversity-only")[2] == "-0.0100 / —"
+    # the contrasts: the cross-encoder's selection (rerank vs diversity-only), diversity_sample's (vs retrieve-48)
+    assert "rerank-48-12-4 against diversity-only, all-class nDCG@10 Δ: qmsum -0.0094 (p " in table
+    assert "diversity-only against retrieve-48, all-class nDCG@10 Δ: qmsum -0.0141 (p " in table

@@ -126,10 +126,17 @@ def family_table(table: MethodologyTable, comparison: Comparison, family_name: s
     family = comparison.doc.family(family_name)
     assert family is not None
     corpora = list(comparison.doc.corpora)
-    rows = {row.key: {column: _family_cell(family, corpora, row.key, column) for column in row.values}
+    # a row the methodology has no values for (an arm it did not run) shows every column of ours
+    rows = {row.key: {column: _family_cell(family, corpora, row.key, column) for column in row.values or table.columns}
             for row in table.rows}
     notes = [f"{corpus} was not measured in this sweep: run `make sweep ARMS={family_name}` with QMSum fetched"
              for corpus in CORPORA if corpus not in corpora]
+    for contrast in family.contrasts:  # the decomposition: pairs compared directly, beside every arm vs the control
+        cells = [c for c in contrast.cells if (c.query_class, c.measure) == ("all", "nDCG@10")]
+        if cells:
+            notes.append(f"{contrast.arm} against {contrast.baseline}, all-class nDCG@10 Δ: " + ", ".join(
+                f"{c.corpus} {c.delta:+.4f} (p {c.p:.3g})" if c.p is not None else f"{c.corpus} {c.delta:+.4f}"
+                for c in cells))
     if others:
         notes.append("also present, not used: " + ", ".join(f"`{o.path}`" for o in others))
     source = f"`{comparison.path}` (sweep {comparison.sweep_id}, family {family_name}, control {family.control})"
