@@ -12,7 +12,7 @@ Which results stand for which table:
   (:mod:`harness.reproduction.indexes`);
 * the embedding table: the embedding family's comparison (header control, bare-body arm);
 * the rerank families' notes: each rerank arm's recorded reranker (:mod:`harness.reproduction.reranker`);
-* the BM25 domain table: the QMSum self-report beside those runs.
+* the BM25 domain table: the QMSum self-report beside those runs;
 * the Stage 4 tables: a bench run at --stage route and bench runs per answerer
   (:mod:`harness.reproduction.stage4`);
 * the metric-library table: computed live on hand-built inputs (:mod:`harness.reproduction.libraries`).
