@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from harness.sweep.stats import holm, paired_bootstrap, paired_deltas, paired_randomization, paired_test
+from harness.sweep.stats import (
+    holm,
+    paired_bootstrap,
+    paired_deltas,
+    paired_randomization,
+    paired_test,
+    paired_tests,
+)
 
 
 def test_all_zero_deltas() -> None:
@@ -228,3 +235,16 @@ def test_bootstrap_interval_equals_scipys_on_the_same_stream() -> None:
     ours = paired_bootstrap(deltas, resamples=5_000, seed=11)
     assert (ours.low, ours.high) == pytest.approx(_scipy_percentile_interval(deltas, 5_000, seed=11),
                                                   rel=0, abs=1e-12)
+
+
+def test_tests_together_are_each_test_alone() -> None:
+    # what the collector does per corpus x class (every measure at once, draws shared by length) gives
+    # each test's result alone: exact and Monte Carlo lengths, all-zero, constant and empty deltas mixed
+    rng = np.random.default_rng(21)
+    many = [rng.normal(0.0, 1.0, 40), rng.normal(0.3, 1.0, 40), [0.0] * 40, [0.25] * 40, [],
+            rng.normal(0.1, 0.2, 9), rng.normal(-0.2, 0.5, 9), rng.normal(0.0, 1.0, 40) * 1e-3]
+    together = paired_tests(many, permutations=1500, resamples=1200, seed=8)
+    alone = [paired_test(d, permutations=1500, resamples=1200, seed=8) for d in many]
+    assert together == alone
+    assert {r.method for r in together} == {"exact", "monte-carlo", "undefined"}
+    assert len({r.p_value for r in together[:2]}) == 2  # two different tests, not one result copied

@@ -25,7 +25,7 @@ from harness.sweep.gate import ALPHA, CLASS_ORDER, NOT_COMPARABLE, WIN, find_cel
 from harness.sweep.gatespec import DEFAULT_GATE, GateSpec
 from harness.sweep.markdown import render_comparison
 from harness.sweep.results import ArmResults, load_from_store, state_fingerprint
-from harness.sweep.stats import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, holm, paired_test
+from harness.sweep.stats import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, holm, paired_tests
 from harness.sweep.storage import ArtefactStore, sweep_prefix
 
 # every reported retrieval measure (what the default gate protects) and the file-level fileR@1
@@ -50,21 +50,25 @@ def _class_key(query_class: str) -> tuple[int, str]:
 
 
 def compare_pair(treatment: ArmResults, baseline: ArmResults, settings: Settings) -> list[dict[str, Any]]:
-    """One cell per corpus x class x measure that both arms report."""
+    """One cell per corpus x class x measure that both arms report. The measures of one corpus x class are
+    tested together (harness.sweep.stats.paired_tests: their random draws shared, each result its own)."""
     cells: list[dict[str, Any]] = []
     keys = sorted(set(treatment.rows) & set(baseline.rows), key=lambda k: (k[0], _class_key(k[1])))
     for corpus, query_class in keys:
         ids_t = treatment.query_ids(corpus, query_class)
         ids_b = baseline.query_ids(corpus, query_class)
         matched = sorted(ids_t & ids_b)
+        rows: list[tuple[str, float, float, list[float]]] = []
         for measure in settings.measures:
             t_row = treatment.rows[(corpus, query_class)].get(measure)
             b_row = baseline.rows[(corpus, query_class)].get(measure)
             if t_row is None or b_row is None:
                 continue
             deltas = [treatment.query_value(q, measure) - baseline.query_value(q, measure) for q in matched]
-            test = paired_test(deltas, permutations=settings.permutations, resamples=settings.resamples,
-                               seed=settings.seed, level=settings.level)
+            rows.append((measure, t_row, b_row, deltas))
+        tests = paired_tests([deltas for *_, deltas in rows], permutations=settings.permutations,
+                             resamples=settings.resamples, seed=settings.seed, level=settings.level)
+        for (measure, t_row, b_row, deltas), test in zip(rows, tests, strict=True):
             cells.append({
                 "corpus": corpus, "query_class": query_class, "measure": measure,
                 "control": b_row, "arm": t_row, "delta": t_row - b_row,

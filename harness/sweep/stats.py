@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,66 +97,124 @@ def _hits(sums: np.ndarray, observed: float) -> int:
 def paired_randomization(deltas: Sequence[float] | np.ndarray, *, permutations: int = DEFAULT_PERMUTATIONS,
                          seed: int = DEFAULT_SEED) -> RandomizationResult:
     """Two-sided sign-flip test of mean(deltas) == 0."""
+    return randomizations([deltas], permutations=permutations, seed=seed)[0]
+
+
+def randomizations(many: Sequence[Sequence[float] | np.ndarray], *, permutations: int = DEFAULT_PERMUTATIONS,
+                   seed: int = DEFAULT_SEED) -> list[RandomizationResult]:
+    """``paired_randomization`` of each of ``many``. The relabellings depend on the seed and the number of
+    deltas only, so tests of the same length share them: each block of signs is drawn once and multiplied
+    with all their deltas at once (one matrix product instead of one per test). A test's p is the one it
+    gets alone: the same relabellings, and ``_hits``'s tolerance absorbs the products' rounding."""
     if permutations < 1:
         raise ValueError("permutations must be at least 1")
-    d = _as_array(deltas)
-    n = d.size
-    if n == 0:
-        return RandomizationResult(0, None, None, "undefined", permutations, seed)
-    mean = float(d.mean())
-    if not d.any():  # every relabelling of all-zero deltas reaches |sum| = 0: p = 1, exactly
-        return RandomizationResult(n, mean, 1.0, "exact", permutations, seed)
-    # Compare |sum| rather than |mean|: the same statistic, without a division's rounding.
-    observed = float(abs(d.sum()))
-    if n <= 62 and 2 ** n <= permutations:
-        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)), dtype=np.float64)
-        p = _hits(signs @ d, observed) / signs.shape[0]
-        return RandomizationResult(n, mean, p, "exact", permutations, seed)
+    arrays = [_as_array(d) for d in many]
+    results: list[RandomizationResult | None] = [None] * len(arrays)
+    by_length: dict[int, list[int]] = {}
+    for i, d in enumerate(arrays):
+        n = d.size
+        if n == 0:
+            results[i] = RandomizationResult(0, None, None, "undefined", permutations, seed)
+        elif not d.any():  # every relabelling of all-zero deltas reaches |sum| = 0: p = 1, exactly
+            results[i] = RandomizationResult(n, float(d.mean()), 1.0, "exact", permutations, seed)
+        else:
+            by_length.setdefault(n, []).append(i)
+    for n, members in by_length.items():
+        stacked = np.stack([arrays[i] for i in members], axis=1)  # n x tests
+        # Compare |sum| rather than |mean|: the same statistic, without a division's rounding.
+        observed = [float(abs(arrays[i].sum())) for i in members]
+        hits = np.zeros(len(members), dtype=np.int64)
+        exact = n <= 62 and 2 ** n <= permutations
+        for signs in _sign_blocks(n, permutations, seed, exact):
+            hits += _hits_each(signs @ stacked, observed)
+        for j, i in enumerate(members):
+            mean = float(arrays[i].mean())
+            if exact:
+                results[i] = RandomizationResult(n, mean, int(hits[j]) / 2 ** n, "exact", permutations, seed)
+            else:
+                results[i] = RandomizationResult(n, mean, (int(hits[j]) + 1) / (permutations + 1), "monte-carlo",
+                                                 permutations, seed)
+    return [r for r in results if r is not None]
+
+
+def _sign_blocks(n: int, permutations: int, seed: int, exact: bool) -> Iterator[np.ndarray]:
+    """The relabellings of ``n`` deltas as rows of +-1: every one when ``exact``, else ``permutations``
+    drawn from the seed in blocks of ``_CHUNK``."""
+    if exact:
+        yield np.array(list(itertools.product((1.0, -1.0), repeat=n)), dtype=np.float64)
+        return
     rng = Generator(PCG64(seed))
-    hits = 0
     remaining = permutations
     while remaining:
         block = min(_CHUNK, remaining)
-        signs = rng.integers(0, 2, size=(block, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
-        hits += _hits(signs @ d, observed)
+        yield rng.integers(0, 2, size=(block, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
         remaining -= block
-    return RandomizationResult(n, mean, (hits + 1) / (permutations + 1), "monte-carlo", permutations, seed)
+
+
+def _hits_each(sums: np.ndarray, observed: Sequence[float]) -> np.ndarray:
+    """``_hits`` of each column of ``sums`` (relabellings x tests) against its test's observed |sum|."""
+    return np.array([_hits(sums[:, j], o) for j, o in enumerate(observed)], dtype=np.int64)
 
 
 def paired_bootstrap(deltas: Sequence[float] | np.ndarray, *, resamples: int = DEFAULT_RESAMPLES,
                      seed: int = DEFAULT_SEED, level: float = DEFAULT_LEVEL) -> BootstrapResult:
     """Percentile bootstrap interval of the mean delta (queries resampled with replacement)."""
+    return bootstraps([deltas], resamples=resamples, seed=seed, level=level)[0]
+
+
+def bootstraps(many: Sequence[Sequence[float] | np.ndarray], *, resamples: int = DEFAULT_RESAMPLES,
+               seed: int = DEFAULT_SEED, level: float = DEFAULT_LEVEL) -> list[BootstrapResult]:
+    """``paired_bootstrap`` of each of ``many``: tests of the same length share each block of resampled
+    indices (drawn once), and each test's means are computed from them as it computes them alone, so
+    every interval is the bytes it is alone."""
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level}")
-    d = _as_array(deltas)
-    n = d.size
-    if n == 0:
-        return BootstrapResult(0, None, None, None, level, resamples, seed)
-    if np.all(d == d[0]):  # every resample of a constant has the same mean
-        return BootstrapResult(n, float(d[0]), float(d[0]), float(d[0]), level, resamples, seed)
-    rng = Generator(PCG64(seed))
-    means = np.empty(resamples, dtype=np.float64)
-    done = 0
-    while done < resamples:
-        block = min(_CHUNK, resamples - done)
-        idx = rng.integers(0, n, size=(block, n))
-        means[done:done + block] = d[idx].mean(axis=1)
-        done += block
+    arrays = [_as_array(d) for d in many]
+    results: list[BootstrapResult | None] = [None] * len(arrays)
+    by_length: dict[int, list[int]] = {}
+    for i, d in enumerate(arrays):
+        n = d.size
+        if n == 0:
+            results[i] = BootstrapResult(0, None, None, None, level, resamples, seed)
+        elif np.all(d == d[0]):  # every resample of a constant has the same mean
+            results[i] = BootstrapResult(n, float(d[0]), float(d[0]), float(d[0]), level, resamples, seed)
+        else:
+            by_length.setdefault(n, []).append(i)
     tail = (1.0 - level) / 2.0
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    return BootstrapResult(n, float(d.mean()), float(low), float(high), level, resamples, seed)
+    for n, members in by_length.items():
+        rng = Generator(PCG64(seed))
+        means = {i: np.empty(resamples, dtype=np.float64) for i in members}
+        done = 0
+        while done < resamples:
+            block = min(_CHUNK, resamples - done)
+            idx = rng.integers(0, n, size=(block, n))
+            for i in members:
+                means[i][done:done + block] = arrays[i][idx].mean(axis=1)
+            done += block
+        for i in members:
+            low, high = np.quantile(means[i], [tail, 1.0 - tail])
+            results[i] = BootstrapResult(n, float(arrays[i].mean()), float(low), float(high), level, resamples, seed)
+    return [r for r in results if r is not None]
 
 
 def paired_test(deltas: Sequence[float] | np.ndarray, *, permutations: int = DEFAULT_PERMUTATIONS,
                 resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                 level: float = DEFAULT_LEVEL) -> PairedResult:
-    test = paired_randomization(deltas, permutations=permutations, seed=seed)
-    interval = paired_bootstrap(deltas, resamples=resamples, seed=seed, level=level)
-    return PairedResult(n=test.n, mean_delta=test.mean_delta, p_value=test.p_value, method=test.method,
-                        ci_low=interval.low, ci_high=interval.high, level=level, permutations=permutations,
-                        resamples=resamples, seed=seed)
+    return paired_tests([deltas], permutations=permutations, resamples=resamples, seed=seed, level=level)[0]
+
+
+def paired_tests(many: Sequence[Sequence[float] | np.ndarray], *, permutations: int = DEFAULT_PERMUTATIONS,
+                 resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                 level: float = DEFAULT_LEVEL) -> list[PairedResult]:
+    """``paired_test`` of each of ``many``, the random draws shared by tests of the same length
+    (``randomizations``, ``bootstraps``): what a collector comparing every measure of one row calls."""
+    tests = randomizations(many, permutations=permutations, seed=seed)
+    intervals = bootstraps(many, resamples=resamples, seed=seed, level=level)
+    return [PairedResult(n=t.n, mean_delta=t.mean_delta, p_value=t.p_value, method=t.method, ci_low=b.low,
+                         ci_high=b.high, level=level, permutations=permutations, resamples=resamples, seed=seed)
+            for t, b in zip(tests, intervals, strict=True)]
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
