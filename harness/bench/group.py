@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench.config import BenchConfig, covers, legs_key, prefix_legs
-from harness.bench.context import ArmContext, open_context
+from harness.bench.context import ArmContext, open_context, settle_heap
 from harness.bench.run import arm_retriever, run_arm
 from harness.bench.stages import QueryRun, rerank_candidates
 from harness.errors import UsageError
@@ -168,6 +168,7 @@ class GroupRun:
     def _fetch_group_legs(self, settings: BenchConfig) -> None:
         fetch_legs(self.context, settings, {}, key=self.key)
         self.group_legs = True
+        settle_heap()  # the legs live as long as the group
 
     def run(self, config: BenchConfig, out: Path, compare: Path | None = None, *,
             position: int | None = None) -> dict[str, Any]:

@@ -10,6 +10,7 @@ are fetched once and each retriever fuses them with its own configuration.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -21,6 +22,9 @@ from harness.model import DocType, RankedDoc
 from harness.retrieval.fusion import FusionConfig, fuse
 from harness.retrieval.legs import LegCache, Legs, leg_request
 from harness.retrieval.window import fusion_window
+
+# index -> {doc id: fusion id}, shared by the retrievers over that index (HybridRetriever._fusion_ids)
+_FUSION_IDS: weakref.WeakKeyDictionary[SearchBackend, dict[str, str]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,15 @@ class HybridRetriever:
     fusion: FusionConfig
     cache: LegCache | None = field(default=None, compare=False)
     # doc id -> fusion id, filled as documents are met: a warm prescore spent over half its time
-    # building records for these (py-spy, docs/growth.md); a document's file and chunk never change
-    _fusion_ids: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # building records for these (py-spy, docs/growth.md); a document's file and chunk never change,
+    # so every retriever over the same index shares one map (a group's arms: one process, one map)
+    _fusion_ids: dict[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        try:
+            self._fusion_ids = _FUSION_IDS.setdefault(self.index, {})
+        except TypeError:  # an index that cannot be weakly referenced keeps a map of its own
+            self._fusion_ids = {}
 
     def _hit(self, doc_id: str, score: float) -> Hit:
         d = self.index.record(doc_id)
@@ -77,7 +88,9 @@ class HybridRetriever:
                               speaker=speaker)
         # fusion breaks equal fused scores by id: ids of the form "file_uuid<TAB>chunk_index" make
         # that the measurement's own tie order, so the cut at `size` agrees with how ties are scored
-        ids = {self._fusion_id(h.doc_id): h.doc_id for h in [*bm25, *knn]}
-        fused = fuse(self.fusion, [(self._fusion_id(h.doc_id), h.score) for h in bm25],
-                     [(self._fusion_id(h.doc_id), h.score) for h in knn])
+        fusion_id = self._fusion_id
+        bm25_leg = [(fusion_id(h.doc_id), h.score) for h in bm25]
+        knn_leg = [(fusion_id(h.doc_id), h.score) for h in knn]
+        ids = {key: h.doc_id for (key, _), h in zip([*bm25_leg, *knn_leg], [*bm25, *knn], strict=True)}
+        fused = fuse(self.fusion, bm25_leg, knn_leg)
         return [self._hit(ids[key], float(score)) for key, score in fused[:size]]
