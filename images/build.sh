@@ -23,7 +23,7 @@ REGISTRY=${RAGSWEEP_REGISTRY:-127.0.0.1:${RAGSWEEP_REGISTRY_PORT:-5000}}
 OUT=${RAGSWEEP_IMAGES_DIR:-$ROOT/var/images}
 WHEELS=${RAGSWEEP_WHEEL_CACHE:-$ROOT/var/cache/wheels}
 TOOLS=${RAGSWEEP_K8S_BIN:-$ROOT/var/tools/bin}
-ALL="base pause coredns worker scoring opensearch postgresql redis s3proxy"
+ALL="base pause coredns worker scoring gpu gpu-worker opensearch postgresql redis s3proxy"
 ONLY=$ALL
 REPIN=${REPIN:-0}
 
@@ -120,13 +120,13 @@ build_image() {
     log "$name: unchanged ($tag, ${DIGEST[$name]:0:19}...)"
     return 0
   fi
-  [[ $name == worker || $name == scoring ]] && ensure_wheels
+  [[ $name == worker || $name == scoring || $name == gpu* ]] && ensure_wheels
   log "$name: building ($tag)"
   local_ref="localhost/ragsweep/$name:$tag"
   local -a args=(build "${RUNOPTS[@]}" --quiet --timestamp 0 --layers --tls-verify=false -f "$ctx/Containerfile" -t "$local_ref")
   [[ -n $target ]] && args+=(--target "$target")
   [[ -n ${DIGEST[base]:-} ]] && args+=(--build-arg "BASE=$(ref base)")
-  [[ $name == worker || $name == scoring ]] && args+=(-v "$WHEELS:/wheels:ro")
+  [[ $name == worker || $name == scoring || $name == gpu* ]] && args+=(-v "$WHEELS:/wheels:ro")
   "${BUILDAH[@]}" "${args[@]}" "$ctx" >"$OUT/$name.build.log" 2>&1 \
     || { tail -n 30 "$OUT/$name.build.log" >&2; die 1 "$name: build failed (log $OUT/$name.build.log)"; }
   push "$local_ref" "$name" "$tag"
@@ -245,10 +245,12 @@ ensure_wheels() {
   .venv/bin/python -m pip download --quiet --no-deps --only-binary=:all: --require-hashes --resume-retries 10 -d "$WHEELS" \
     -r images/locks/worker.txt -r images/locks/eval.txt || die 1 "pip download of the pinned wheels failed"
 }
-if [[ $REPIN == 1 ]] && { want worker || want scoring; }; then
+if [[ $REPIN == 1 ]] && { want worker || want scoring || want gpu || want gpu-worker; }; then
   bash images/lock.sh
 fi
-for target in worker scoring; do
+# gpu and gpu-worker: the scoring and worker targets with the NVIDIA toolkit's settings, checked by
+# harness.devicecheck (Containerfile.ragsweep); the same layers, so they cost a layer each
+for target in worker scoring gpu gpu-worker; do
   want "$target" || continue
   fresh_ctx "$target"
   mkdir -p "$OUT/ctx/$target/src" "$OUT/ctx/$target/locks"
@@ -292,7 +294,7 @@ fi
 # -- what the chart and the cluster pin ---------------------------------------------------
 missing=""
 for n in $ALL; do need_digest "$n" || missing+=" $n"; done
-{ printf 'IMAGE_REGISTRY=%s\n' "$REGISTRY"; for n in $ALL; do [[ -n ${DIGEST[$n]:-} ]] && printf 'IMAGE_%s=%s\n' "${n^^}" "$(ref "$n")"; done; } >"$OUT/images.env.tmp"
+{ printf 'IMAGE_REGISTRY=%s\n' "$REGISTRY"; for n in $ALL; do v=${n^^}; [[ -n ${DIGEST[$n]:-} ]] && printf 'IMAGE_%s=%s\n' "${v//-/_}" "$(ref "$n")"; done; } >"$OUT/images.env.tmp"
 mv "$OUT/images.env.tmp" "$OUT/images.env"
 if [[ -n $missing ]]; then
   log "not written: $OUT/values.yaml needs every image; never built here:$missing"
@@ -303,6 +305,8 @@ fi
   printf 'images:\n'
   printf '  cpu: {repository: %s/ragsweep/scoring, digest: "%s"}\n' "$REGISTRY" "${DIGEST[scoring]}"
   printf '  worker: {repository: %s/ragsweep/worker, digest: "%s"}\n' "$REGISTRY" "${DIGEST[worker]}"
+  printf '  gpu: {repository: %s/ragsweep/gpu, digest: "%s"}\n' "$REGISTRY" "${DIGEST[gpu]}"
+  printf '  gpuWorker: {repository: %s/ragsweep/gpu-worker, digest: "%s"}\n' "$REGISTRY" "${DIGEST[gpu-worker]}"
   for svc in opensearch postgresql redis; do
     printf '%s:\n  image: {repository: %s/ragsweep/%s, digest: "%s"}\n' "$svc" "$REGISTRY" "$svc" "${DIGEST[$svc]}"
   done
