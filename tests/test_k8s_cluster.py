@@ -555,3 +555,152 @@ def test_a_gpu_arm_on_a_gpu_less_node_is_named_unschedulable_not_dropped(release
     # the real scheduler's words (kube-scheduler 1.37): the GPU selector above is what no node matches
     assert "didn't match Pod's node affinity/selector" in result.message, result.message
     delete_job(release.batch, release.namespace, arm_job_name(sweep_id, arm))
+
+
+# What a pod labelled as an arm asks the release's OpenSearch (the NetworkPolicy admits arms to it): its
+# cluster health over TLS with the release's password (from the arm's own environment: the URL the chart
+# assembles from the Secret), with none, with a wrong one, over plain HTTP on the TLS port, and a bare
+# connection to OpenSearch's own port (9201, bound to the pod's loopback behind nginx).
+_OPENSEARCH_PROBE = """
+import base64, json, os, socket, ssl, sys, urllib.error, urllib.request
+from urllib.parse import unquote, urlsplit
+url = urlsplit(os.environ["RAGSWEEP_OPENSEARCH_URL"])
+tls = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+def status(base, password=None):
+    request = urllib.request.Request(base + "/_cluster/health")
+    if password is not None:
+        token = base64.b64encode(f"{unquote(url.username)}:{password}".encode()).decode()
+        request.add_header("Authorization", "Basic " + token)
+    try:
+        with urllib.request.urlopen(request, context=tls, timeout=20) as response:
+            return response.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError as e:
+        return type(e).__name__
+def connect(port):
+    try:
+        socket.create_connection((url.hostname, port), timeout=6).close()
+        return "connected"
+    except OSError as e:
+        return type(e).__name__
+https, http = f"https://{url.hostname}:{url.port}", f"http://{url.hostname}:{url.port}"
+print(json.dumps({"scheme": url.scheme, "password": status(https, unquote(url.password)), "none": status(https),
+                  "wrong": status(https, unquote(url.password) + "x"), "plain_http": status(http),
+                  "port_9201": connect(9201)}))
+"""
+
+
+def _run_pod(release: Release, component: str, command: list[str], env: list[Any], volumes: list[Any],
+             mounts: list[Any]) -> tuple[int, str]:
+    """A one-shot pod of the release labelled as COMPONENT, in the worker's image and security context,
+    with ENV and VOLUMES as the launcher's Job builders give them; its exit code and log."""
+    from kubernetes import client as k
+
+    worker = release.core.list_namespaced_pod(
+        release.namespace, label_selector=f"app.kubernetes.io/instance={RELEASE},"
+                                          "app.kubernetes.io/component=worker-cpu").items[0]
+    container = worker.spec.containers[0]
+    name = f"probe-{component}-{uuid.uuid4().hex[:5]}"
+    pod = k.V1Pod(
+        metadata=k.V1ObjectMeta(name=name, labels={"app.kubernetes.io/instance": RELEASE,
+                                                   "app.kubernetes.io/component": component}),
+        spec=k.V1PodSpec(restart_policy="Never", automount_service_account_token=False,
+                         security_context=worker.spec.security_context, volumes=volumes or None,
+                         containers=[k.V1Container(
+                             name="probe", image=container.image, command=command, env=env,
+                             volume_mounts=mounts or None, security_context=container.security_context,
+                             resources=k.V1ResourceRequirements(requests={"cpu": "50m", "memory": "64Mi"},
+                                                                limits={"cpu": "500m", "memory": "256Mi"}))]))
+    release.core.create_namespaced_pod(release.namespace, pod)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if release.core.read_namespaced_pod(name, release.namespace).status.phase in ("Succeeded", "Failed"):
+            break
+        time.sleep(1)
+    status = release.core.read_namespaced_pod(name, release.namespace).status
+    log = release.core.read_namespaced_pod_log(name, release.namespace)
+    release.core.delete_namespaced_pod(name, release.namespace, grace_period_seconds=0)
+    terminated = (status.container_statuses or [None])[0]
+    assert terminated is not None and terminated.state.terminated is not None, f"{name} did not finish: {status.phase}"
+    return terminated.state.terminated.exit_code, log.strip()
+
+
+def test_opensearch_answers_an_arm_pod_only_with_the_releases_password(release: Release) -> None:
+    """An arm pod reaches OpenSearch through the pod's nginx only: over TLS (the release's CA), and with the
+    password of the release's Secret; without it, or with a wrong one, nginx answers 401 before OpenSearch
+    sees the request; plain HTTP is refused, and OpenSearch's own port is not reachable from another pod."""
+    from harness.sweep.k8s.env import ca_volume, service_env
+    from harness.sweep.k8s.executor import read_settings
+
+    settings = read_settings(release.core, release.namespace, f"{RELEASE}-launcher")
+    assert settings.opensearch_ca is not None, "the release's OpenSearch speaks plain HTTP (opensearch.tls.enabled)"
+    volumes, mounts = ca_volume(settings)
+    code, log = _run_pod(release, "arm", ["python3", "-c", _OPENSEARCH_PROBE], service_env(settings), volumes,
+                         mounts)
+    print(f"\narm pod -> opensearch: exit {code}: {log}", file=sys.stderr)
+    assert code == 0, log
+    seen = json.loads(log.splitlines()[-1])
+    assert seen["scheme"] == "https"
+    assert (seen["password"], seen["none"], seen["wrong"]) == (200, 401, 401), seen
+    assert seen["plain_http"] == 400, seen  # nginx: "The plain HTTP request was sent to HTTPS port"
+    assert seen["port_9201"] != "connected", seen
+
+
+def test_the_collector_runs_as_its_own_account_which_may_not_call_the_api(release: Release, tmp_path: Path) -> None:
+    """A sweep's collector Job runs as <release>-collector, not as the arms' account; that account, like the
+    arms', is refused every API call the launcher's account may make (the contrast: the launcher's yes)."""
+    from harness.sweep.catalogue import CATALOGUE
+    from harness.sweep.executor import publish_catalogue
+    from harness.sweep.k8s.builders import sweep_selector
+
+    family = CATALOGUE.family("fusion")
+    launcher = executor(release, tmp_path)
+    sweep_id = f"collect-{uuid.uuid4().hex[:6]}"
+    publish_catalogue(launcher.store, sweep_id, CATALOGUE)  # as `sweep run --executor k8s` does
+    report = launcher.run([family.arm(family.control), family.arm("rrf-60")], sweep_id)
+    assert [o.status for o in report.outcomes] == ["published"] * 2, [o.message for o in report.outcomes]
+    result = launcher.collect(sweep_id, "fusion")
+    assert result.succeeded, result.describe()
+    pods = release.core.list_namespaced_pod(release.namespace,
+                                            label_selector=sweep_selector(sweep_id, "collector")).items
+    arm_pods = release.core.list_namespaced_pod(release.namespace, label_selector=sweep_selector(sweep_id, "arm")).items
+    accounts = {p.spec.service_account_name for p in pods}, {p.spec.service_account_name for p in arm_pods}
+    print(f"\ncollector pods run as {accounts[0]}, arm pods as {accounts[1]}", file=sys.stderr)
+    assert accounts == ({f"{RELEASE}-collector"}, {f"{RELEASE}-arm"})
+    assert all(p.spec.automount_service_account_token is False for p in pods)
+    assert launcher.store.exists(f"sweeps/{sweep_id}/comparison.json")
+    answers = {}
+    for who in ("collector", "arm", "launcher"):
+        subject = f"system:serviceaccount:{release.namespace}:{RELEASE}-{who}"
+        answers[who] = [kubectl("auth", "can-i", verb, resource, "-n", release.namespace, "--as", subject,
+                                check=False).strip() for verb, resource in (("create", "jobs"), ("list", "pods"))]
+    print(f"can-i create jobs, list pods: {answers}", file=sys.stderr)
+    assert answers == {"collector": ["no", "no"], "arm": ["no", "no"], "launcher": ["yes", "yes"]}
+
+
+def test_the_janitor_may_delete_only_the_namespaces_ci_namespace_made(release: Release) -> None:
+    """manifests/ci-janitor.yaml's account and roles (its CronJob aside: it needs an image with kubectl)
+    applied to the cluster: `kubectl auth can-i` answers no for the janitor outside its namespaces, and a
+    real request (a server dry run) is refused for kube-system and default and admitted for the release's
+    namespace, which stack/k8s/ci-namespace.sh made and bound the janitor into."""
+    import yaml
+
+    docs = [d for d in yaml.safe_load_all((ROOT / "manifests" / "ci-janitor.yaml").read_text())
+            if d and d["kind"] != "CronJob"]
+    applied = subprocess.run(["kubectl", "--kubeconfig", str(KUBECONFIG), "apply", "-f", "-"],
+                             input=yaml.safe_dump_all(docs), capture_output=True, text=True, timeout=120)
+    assert applied.returncode == 0, applied.stderr
+    janitor = "system:serviceaccount:ci-system:ragsweep-ci-janitor"
+    can_i = {ns: kubectl("auth", "can-i", "delete", f"namespace/{ns}", "--as", janitor, check=False).strip()
+             for ns in ("kube-system", "default")}
+    can_i["list namespaces"] = kubectl("auth", "can-i", "list", "namespaces", "--as", janitor, check=False).strip()
+    dry = {}
+    for ns in ("kube-system", "default", release.namespace):
+        done = subprocess.run(["kubectl", "--kubeconfig", str(KUBECONFIG), "delete", "namespace", ns,
+                               "--dry-run=server", "--as", janitor], capture_output=True, text=True, timeout=60)
+        dry[ns] = "deleted" if done.returncode == 0 and "server dry run" in done.stdout else done.stderr.strip()
+    print(f"\njanitor can-i: {can_i}\njanitor delete --dry-run=server: {dry}", file=sys.stderr)
+    assert can_i == {"kube-system": "no", "default": "no", "list namespaces": "yes"}
+    assert "Forbidden" in dry["kube-system"] and "Forbidden" in dry["default"], dry
+    assert dry[release.namespace] == "deleted", dry
