@@ -110,7 +110,11 @@ endif
 # so only a make started after the fetch sees whether QMSum is there (a -qmsum state or not).
 sweep: $(if $(filter k8s,$(EXECUTOR)),$(SYNTH)/corpus.json) ## run the ARMS family (fusion|budget|pool|diversity|embedding|all) over the default state and collect; local: fetches QMSum first (EXECUTOR=k8s: see docs/kubernetes.md)
 ifeq ($(EXECUTOR),k8s)
-	$(MAKE) k8s-up
+	@for step in "tools:k8s-apiserver-tools k8s-tools" "images:images" "cluster:k8s-up"; do \
+	  started=$$(date +%s); echo "[sweep k8s] $${step%%:*}: make $${step#*:}"; \
+	  $(MAKE) --no-print-directory $${step#*:} || exit $$?; \
+	  echo "[sweep k8s] $${step%%:*} ready in $$(( $$(date +%s) - started ))s"; \
+	done
 	$(MAKE) sweep-k8s ARMS=$(ARMS) CORPORA=$(SYNTH)
 else
 	@$(MAKE) --no-print-directory qmsum
