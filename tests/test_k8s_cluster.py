@@ -704,3 +704,35 @@ def test_the_janitor_may_delete_only_the_namespaces_ci_namespace_made(release: R
     assert can_i == {"kube-system": "no", "default": "no", "list namespaces": "yes"}
     assert "Forbidden" in dry["kube-system"] and "Forbidden" in dry["default"], dry
     assert dry[release.namespace] == "deleted", dry
+
+
+def test_an_upgrade_keeps_every_generated_secret_and_helm_test_passes(release: Release) -> None:
+    """`helm upgrade --reuse-values --set tests.enabled=true` renders the chart again against the live API
+    server: every Secret it generated (OpenSearch's certificate, CA and password, the PostgreSQL, Redis and
+    object-store credentials) keeps its bytes (the templates' lookup), and `helm test` then passes: each
+    service answers its own client, and OpenSearch refuses the harness's client without the password (its test
+    pod exits non-zero when a request without it is answered). The hook pods are deleted once they succeed, so
+    the suites' phases are what is left to read."""
+    def secrets() -> dict[str, Any]:
+        items = release.core.list_namespaced_secret(
+            release.namespace, label_selector=f"app.kubernetes.io/instance={RELEASE}").items
+        return {s.metadata.name: s.data for s in items if s.type != "helm.sh/release.v1"}
+
+    before = secrets()
+    helm = [str(BIN / "helm"), "--kubeconfig", str(KUBECONFIG)]
+    upgrade = subprocess.run([*helm, "upgrade", RELEASE, str(ROOT / "charts" / "ragsweep"), "-n", release.namespace,
+                              "--reuse-values", "--set", "tests.enabled=true", "--wait", "--timeout", "10m"],
+                             capture_output=True, text=True, timeout=700)
+    assert upgrade.returncode == 0, upgrade.stderr[-2000:]
+    after = secrets()
+    print(f"\nsecrets kept across the upgrade: {sorted(before)}", file=sys.stderr)
+    assert {f"{RELEASE}-opensearch-ca", f"{RELEASE}-postgresql", f"{RELEASE}-object-store"} <= set(before)
+    assert after == before
+    test = subprocess.run([*helm, "test", RELEASE, "-n", release.namespace, "--timeout", "10m"],
+                          capture_output=True, text=True, timeout=700)
+    suites = [line.split(":", 1)[1].strip() for line in test.stdout.splitlines() if line.startswith("TEST SUITE:")]
+    phases = [line.split(":", 1)[1].strip() for line in test.stdout.splitlines() if line.startswith("Phase:")]
+    print(f"helm test: {dict(zip(suites, phases, strict=True))}", file=sys.stderr)
+    assert test.returncode == 0, test.stderr[-2000:]
+    assert sorted(suites) == [f"{RELEASE}-test-{s}" for s in ("object-store", "opensearch", "postgresql", "redis")]
+    assert phases == ["Succeeded"] * 4

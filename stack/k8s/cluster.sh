@@ -119,8 +119,8 @@ containerd_running() { pid_running "$CTRD_PID" "containerd --config $CTRD_DIR/co
 
 start_containerd() {
   # shellcheck disable=SC1090
-  source "$REPO_ROOT/var/images/images.env" 2>/dev/null && [[ -n ${IMAGE_PAUSE:-} && -n ${IMAGE_COREDNS:-} ]] \
-    || k8s_die "no pause or CoreDNS image in var/images/images.env: build and push the images first (make images)"
+  source "${RAGSWEEP_IMAGES_DIR:-$REPO_ROOT/var/images}/images.env" 2>/dev/null && [[ -n ${IMAGE_PAUSE:-} && -n ${IMAGE_COREDNS:-} ]] \
+    || k8s_die "no pause or CoreDNS image in ${RAGSWEEP_IMAGES_DIR:-var/images}/images.env: build and push the images first (make images)"
   mkdir -p "$CTRD_DIR/certs.d/$IMAGE_REGISTRY" "$K8S_DIR/cni/net.d"
   cat >"$CTRD_DIR/certs.d/$IMAGE_REGISTRY/hosts.toml" <<EOF
 # the loopback registry (stack/registry.sh): plain HTTP
@@ -328,7 +328,7 @@ wait_for() {  # wait_for NAME LOG CHECK...: CHECK within NODE_TIMEOUT; a compone
 
 addons() {
   # shellcheck disable=SC1090
-  source "$REPO_ROOT/var/images/images.env"
+  source "${RAGSWEEP_IMAGES_DIR:-$REPO_ROOT/var/images}/images.env"
   mkdir -p "$K8S_DIR/volumes"
   local i
   for i in $(seq -w 0 9); do mkdir -p "$K8S_DIR/volumes/pv-$i"; done
