@@ -263,6 +263,11 @@ def _probe(release: Release, component: str, host: str, port: int, tries: int) -
             }],
         },
     }
+    return _run_once(release, name, pod)
+
+
+def _run_once(release: Release, name: str, pod: Any) -> tuple[int, str]:
+    """Create the one-shot POD (named NAME), wait up to 3 minutes for it to end, delete it: its exit code and log."""
     release.core.create_namespaced_pod(release.namespace, pod)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
@@ -612,18 +617,7 @@ def _run_pod(release: Release, component: str, command: list[str], env: list[Any
                              volume_mounts=mounts or None, security_context=container.security_context,
                              resources=k.V1ResourceRequirements(requests={"cpu": "50m", "memory": "64Mi"},
                                                                 limits={"cpu": "500m", "memory": "256Mi"}))]))
-    release.core.create_namespaced_pod(release.namespace, pod)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if release.core.read_namespaced_pod(name, release.namespace).status.phase in ("Succeeded", "Failed"):
-            break
-        time.sleep(1)
-    status = release.core.read_namespaced_pod(name, release.namespace).status
-    log = release.core.read_namespaced_pod_log(name, release.namespace)
-    release.core.delete_namespaced_pod(name, release.namespace, grace_period_seconds=0)
-    terminated = (status.container_statuses or [None])[0]
-    assert terminated is not None and terminated.state.terminated is not None, f"{name} did not finish: {status.phase}"
-    return terminated.state.terminated.exit_code, log.strip()
+    return _run_once(release, name, pod)
 
 
 def test_opensearch_answers_an_arm_pod_only_with_the_releases_password(release: Release) -> None:
