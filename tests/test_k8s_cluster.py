@@ -54,9 +54,12 @@ def _missing() -> list[str]:
     missing = [f"{b} (make k8s-apiserver-tools)" for b in NODE_BINARIES if not os.access(BIN / b, os.X_OK)]
     if not (IMAGES / "values.yaml").is_file():
         missing.append("the images (make images)")
-    for tool in ("containerd", "runc", "ctr", "kubectl"):
+    # kubectl apart: Debian's kubernetes-client conflicts with a kubectl another package installed (this
+    # machine's), and a failed apt-get transaction leaves containerd unpacked but not configured
+    for tool, hint in (("containerd", "apt-get install containerd runc"), ("runc", "apt-get install runc"),
+                       ("ctr", "apt-get install containerd"), ("kubectl", "any kubectl; Debian's kubernetes-client")):
         if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode != 0:
-            missing.append(f"{tool} (apt-get install containerd runc kubernetes-client)")
+            missing.append(f"{tool} ({hint})")
     if os.geteuid() != 0:
         missing.append("root (the node runs containers)")
     return missing
