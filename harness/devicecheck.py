@@ -15,7 +15,6 @@ import argparse
 import ctypes
 import glob
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -53,8 +52,9 @@ def _score(model: Any, pairs: list[tuple[str, str]], repeat: int) -> tuple[list[
 
 
 def check(model_path: Path, *, require_gpu: bool, repeat: int) -> dict[str, Any]:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from harness.index.embed import _offline_env
+
+    _offline_env()  # no hub, as every model load of the harness
     import torch
     from sentence_transformers import CrossEncoder
 

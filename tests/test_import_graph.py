@@ -48,8 +48,10 @@ STAGES: tuple[str, ...] = ("corpora", "synthetic", "store", "index", "state", "r
 # the sweep's arm files and the ingest's shards).
 FOUNDATION: frozenset[str] = frozenset({"harness", "harness.model", "harness.errors", "harness.inputfiles",
                                         "harness.outputfiles", "harness.retries", "harness.objectstore"})
-# The CLI: enters configuration and may import any stage; no stage imports it.
-ENTRYPOINTS: tuple[str, ...] = ("harness.__main__", "harness.cli", "harness.commands", "harness.settings")
+# The CLI: enters configuration and may import any stage; no stage imports it. harness.devicecheck is a
+# program of its own (python -m, the GPU images' build check): it too imports stages and nothing imports it.
+ENTRYPOINTS: tuple[str, ...] = ("harness.__main__", "harness.cli", "harness.commands", "harness.settings",
+                                "harness.devicecheck")
 # Sub-stages of index, in import order: building blocks, the stack backend, ingest.
 INDEX_LAYERS: tuple[str, ...] = ("harness.index", "harness.index.opensearch", "harness.index.ingest")
 CELERY_APP = "harness.index.ingest.tasks"
