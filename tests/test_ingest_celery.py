@@ -154,6 +154,30 @@ def test_eager_and_celery_build_identical_indexes(stack_workers: dict[str, dict[
     assert {w["pid"] for w in records["celery"]["workers"]} == {stack_workers["embedding"]["pid"]}
 
 
+def test_celery_behind_an_embedding_cache_gives_the_in_process_vectors_and_a_warm_rebuild_encodes_nothing(
+        stack_workers: dict[str, dict[str, Any]], corpus: Any, tmp_path: Path) -> None:
+    """What the release's injector does (charts/ragsweep: one cache volume for it and the workers)."""
+    from harness.index.embed import SentenceTransformerEmbedder
+    from harness.state.build import build_state
+
+    direct = build_state(tmp_path / "direct", [corpus], {"header": SentenceTransformerEmbedder(MODEL)})
+    cache = tmp_path / "cache"
+    records = {}
+    for name in ("cold", "warm"):
+        built = build_state(tmp_path / name, [corpus], {"header": SentenceTransformerEmbedder(MODEL)},
+                            dispatch="celery", embedding_cache=cache)
+        # the in-process builder's vectors, byte for byte: the workers read the host's batch-independent ones
+        assert built["contents"]["identity"] == direct["contents"]["identity"], name
+        for artefact in ("index/docs.jsonl", "index/vectors-header.npy"):
+            assert _sha(tmp_path / name / artefact) == _sha(tmp_path / "direct" / artefact), (name, artefact)
+        records[name] = json.loads((tmp_path / name / "ingest.json").read_text())
+        assert {w["pid"] for w in records[name]["workers"]} == {stack_workers["embedding"]["pid"]}, name
+    cold, warm = records["cold"]["embedding_cache"], records["warm"]["embedding_cache"]
+    texts = direct["index"]["chunk_documents"] + direct["index"]["digest_documents"]
+    assert cold["warm_up"] == {"hits": 0, "encoded": texts} and cold["tasks"] == {"hits": texts, "encoded": 0}
+    assert warm["warm_up"] == {"hits": texts, "encoded": 0} and warm["tasks"] == {"hits": texts, "encoded": 0}
+
+
 # -- a worker killed mid-run, a completion that never comes --------------------------------------
 
 

@@ -233,6 +233,30 @@ def test_eager_state_equals_the_in_process_build_when_vectors_do_not_depend_on_b
     assert sum(f["chunk_documents"] for f in record["per_file"]) == direct["index"]["chunk_documents"] == 56
 
 
+def test_a_cache_the_host_warms_answers_every_task_and_a_warm_rebuild_encodes_nothing(tmp_path: Path) -> None:
+    corpus = read_corpus("qmsum", FIXTURE, FIXTURE / "SOURCES.tsv")
+    direct = build_state(tmp_path / "direct", [corpus], {"header": HashEmbedder()})
+    cache = tmp_path / "cache"
+    counts = []
+    for name in ("cold", "warm"):
+        embedder = HashEmbedder()  # a new model object each time: the counts are the cache folder's, not a memo's
+        built = build_state(tmp_path / name, [corpus], {"header": embedder}, dispatch="eager", embedding_cache=cache)
+        assert built["contents"]["identity"] == direct["contents"]["identity"], name  # the same vectors, cached or not
+        a, b = _tree(tmp_path / "direct"), _tree(tmp_path / name)
+        b.pop("ingest.json"), a.pop("state.json"), b.pop("state.json")
+        assert a == b, name
+        record = json.loads((tmp_path / name / "ingest.json").read_text())["embedding_cache"]
+        assert record["root"] == str(cache.resolve())
+        counts.append((record["warm_up"], record["tasks"], embedder.calls))
+    (cold_warm, cold_tasks, cold_calls), (warm_warm, warm_tasks, warm_calls) = counts
+    # cold: the host encodes every distinct text once; the tasks find them all
+    assert cold_warm["encoded"] > 0 and cold_warm["hits"] == 0 and cold_calls > 0
+    assert cold_tasks == {"hits": cold_warm["encoded"], "encoded": 0}
+    # warm: nothing is encoded anywhere, the model is never called
+    assert warm_warm == {"hits": cold_warm["encoded"], "encoded": 0} and warm_calls == 0
+    assert warm_tasks == {"hits": cold_warm["encoded"], "encoded": 0}
+
+
 def test_assembly_refuses_shards_from_two_models(tmp_path: Path) -> None:
     one, two = meeting("one", [("A", 0.0, 1.0, "a b c")]), meeting("two", [("B", 0.0, 1.0, "d e f")])
     sink = ShardSink(tmp_path / "shards")
@@ -281,6 +305,13 @@ def test_check_report_refuses(good_report: ReindexReport, changes: dict[str, Any
                             embedding={"header": "hash-embedder@1"})
 
 
+def test_check_report_refuses_files_encoded_under_two_rules(good_report: ReindexReport) -> None:
+    first, *rest = good_report.results
+    mixed = replace(good_report, results=({**first, "encoder": {"header": "another batching"}}, first, *rest))
+    with pytest.raises(RefusedError, match="2 rules"):
+        check_report(mixed, policy=ChunkingPolicy(), embedding={"header": "hash-embedder@1"})
+
+
 def test_check_report_refuses_a_declined_sweep(good_report: ReindexReport) -> None:
     declined = replace(good_report, sweep=SweepReport(False, "declined: test"))
     with pytest.raises(IntegrityError, match="incomplete"):
@@ -290,4 +321,6 @@ def test_check_report_refuses_a_declined_sweep(good_report: ReindexReport) -> No
 def test_requests_and_reports_round_trip_through_json(good_report: ReindexReport, tmp_path: Path) -> None:
     request = _request(tmp_path, tmp_path / "s.sqlite", files=("a", "b"))
     assert ReindexRequest.from_dict(json.loads(json.dumps(request.to_dict()))) == request
+    cached = replace(request, embedding_cache=str(tmp_path / "cache"))
+    assert ReindexRequest.from_dict(json.loads(json.dumps(cached.to_dict()))) == cached
     assert ReindexReport.from_dict(json.loads(json.dumps(good_report.to_dict()))) == good_report

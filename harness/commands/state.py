@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,19 +31,14 @@ def _pairs(specs: list[str], flag: str) -> dict[str, str]:
 
 
 def embedding_cache_root(flag: str | None, setting: str, *, in_process: bool) -> Path | None:
-    """The embedding cache's root: the flag, else the setting; ``none`` (or empty) is no cache. Only the
-    in-process builder uses one: through the ingest tasks it is None (with a note when the flag asked)."""
+    """The embedding cache's root: the flag, else (in-process builder only) the setting; ``none`` (or
+    empty) is no cache. Through the ingest tasks only a flag turns it on: the folder must be the same
+    one where the tasks run (a volume the workers mount), which no default can know."""
     from harness.retrieval.scorecache import cache_root
 
-    chosen = cache_root(flag or setting)
-    if chosen is None:
+    if not in_process and not flag:
         return None
-    if not in_process:
-        if flag:
-            print(f"note: --embedding-cache {flag} is not used: with --dispatch/--store the ingest tasks encode, "
-                  "uncached", file=sys.stderr)
-        return None
-    return chosen
+    return cache_root(flag or setting)
 
 
 def add_embedding_backend_flag(p: Any, what: str) -> None:
@@ -71,7 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--embedding-cache", default=None, metavar="DIR|none",
                    help="the embedding cache shared by every state on the machine: only texts it does not "
                         "hold are encoded (default RAGSWEEP_EMBEDDING_CACHE, else var/cache/embeddings; none: "
-                        "off). The in-process builder only; --dispatch/--store encode in the tasks, uncached")
+                        "off). With --dispatch/--store only when given: this process encodes what the cache "
+                        "lacks and the tasks read it (DIR must be where the workers see it too)")
     b.add_argument("--max-words", type=int, default=200, help="sub-chunk size for long monologues (words)")
     b.add_argument("--force", action="store_true", help="replace an existing state")
     # -- ingest through tasks (harness/index/ingest.py, docs/ingest.md) -----------------------
@@ -138,8 +133,9 @@ def build(args: argparse.Namespace) -> int:
     corpora = [_read(name, Path(folder), Path(manifests[name]) if name in manifests else None)
                for name, folder in folders.items()]
     in_process = args.dispatch is None and args.store == "sqlite"
-    # the ingest tasks encode one file per call, where one-length batches would mostly be fill
-    # copies; they keep sentence-transformers' encode(), as their workers do (embedder_for)
+    # uncached, the ingest tasks encode one file per call, where one-length batches would mostly be
+    # fill copies: they keep sentence-transformers' encode(), as their workers do (embedder_for);
+    # with a cache this process encodes everything batch-independently first (harness.state.ingest)
     config = settings()
     backend = getattr(args, "embedding_backend", None) or config.embedding_backend
     if backend != "torch" and not in_process:
@@ -151,7 +147,8 @@ def build(args: argparse.Namespace) -> int:
         check_writable(cache, "--embedding-cache")
     if args.shards and not args.shards.startswith("s3://"):  # where the ingest tasks leave their shards
         check_writable(Path(args.shards), "--shards")
-    embedder = SentenceTransformerEmbedder(args.embedding_model, batching=Batching() if in_process else None,
+    embedder = SentenceTransformerEmbedder(args.embedding_model,
+                                           batching=Batching() if in_process or cache is not None else None,
                                            backend=backend, onnx_dir=Path(config.onnx_cache))
     modes = ("header", "body") if args.embedding_text == "both" else (args.embedding_text,)
     with writing(args.out, "--out"):  # a disk that fills during the build: one line (the old state is kept)

@@ -105,7 +105,8 @@ def build_state(
     ``shards`` is where the ingest tasks leave per-file shards for assembly (default: a folder in
     the state; ``s3://bucket/prefix`` at ``s3_endpoint`` when the workers run elsewhere).
     ``embedding_cache`` is the embedding cache's root (harness.index.embedcache): the in-process
-    builder encodes only texts it does not hold; the ingest tasks encode as before, uncached.
+    builder encodes only texts it does not hold; through the ingest tasks this process warms it and
+    the tasks read from it (harness.state.ingest; it must be the same folder where they run).
     """
     policy = policy or ChunkingPolicy()
     names = [c.name for c in corpora]
@@ -141,7 +142,7 @@ def build_state(
                                      store_engine=store_engine, pg_schema=pg_schema, shards=shards,
                                      endpoints=Endpoints(pg_dsn=pg_dsn, opensearch_url=opensearch_url,
                                                          s3_endpoint=s3_endpoint),
-                                     progress=_progress)
+                                     progress=_progress, embedding_cache=embedding_cache)
         state = {
             "schema": STATE_SCHEMA,
             "built_with": f"ragsweep {__version__}",

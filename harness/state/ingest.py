@@ -8,16 +8,17 @@ app (:mod:`harness.index.ingest.tasks`) is imported only when ``--dispatch celer
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from harness.errors import IntegrityError, UsageError
 from harness.index.chunking import ChunkingPolicy
-from harness.index.documents import EmbeddingTextMode
+from harness.index.documents import EmbeddingTextMode, embedding_text, meeting_documents
 from harness.index.embed import Embedder
 from harness.index.ingest.assemble import assemble_embedded_index
-from harness.index.ingest.coordinator import CODE_DIGEST, check_report, run_eager
+from harness.index.ingest.coordinator import CODE_DIGEST, cached, check_report, run_eager
 from harness.index.ingest.ledger import Ledger
 from harness.index.ingest.messages import (
     NO_ENDPOINTS,
@@ -71,11 +72,48 @@ def state_store(state_dir: Path, engine: StoreEngine, meetings: Sequence[Meeting
     return spec
 
 
+def warm_cache(meetings: Sequence[Meeting], embedders: Mapping[str, Embedder], cache: str, *,
+               policy: ChunkingPolicy, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+    """Encode every embedding text of ``meetings`` the cache lacks, here, in one batch-independent pass
+    per model (what the in-process builder does), so the tasks find them all. Returns the texts found
+    cached and the texts encoded."""
+    texts: dict[int, list[str]] = {}
+    for mode, embedder in sorted(embedders.items()):
+        if getattr(embedder, "batching", True) is None:
+            raise UsageError(f"embedding_text {mode}: the embedding cache holds batch-independent vectors only; "
+                             "give the host a batch-independent embedder (harness.index.encoder)")
+        for meeting in meetings:
+            texts.setdefault(id(embedder), []).extend(
+                embedding_text(d, mode) for d in meeting_documents(meeting, policy))  # type: ignore[arg-type]
+    hits = encoded = 0
+    for key, embedder in {id(e): e for e in embedders.values()}.items():
+        wrapper = cached(embedder, cache)
+        before = (wrapper.hits, wrapper.encoded)
+        wrapper.prepare(texts[key], (lambda done, total: progress("embedding cache warm-up", done, total))
+                        if progress else None)
+        hits += wrapper.hits - before[0]
+        encoded += wrapper.encoded - before[1]
+    return {"hits": hits, "encoded": encoded}
+
+
+def task_cache_counts(results: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The tasks' embedding-cache counts summed over files: texts read from the cache, texts encoded."""
+    counts = [r.get("embedding_cache") or {} for r in results]
+    return {"hits": sum(int(c.get("hits", 0)) for c in counts),
+            "encoded": sum(int(c.get("encoded", 0)) for c in counts)}
+
+
 def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: Mapping[EmbeddingTextMode, Embedder], *,
                       policy: ChunkingPolicy, dispatch: Dispatch, store_engine: StoreEngine,
                       pg_schema: str | None = None, endpoints: Endpoints = NO_ENDPOINTS, shards: str | None = None,
-                      progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+                      progress: Callable[[str, int, int], None] | None = None,
+                      embedding_cache: Path | None = None) -> dict[str, Any]:
     """Index a state through the tasks: snapshot, index_file per file, sweep, assemble shards.
+
+    With ``embedding_cache`` (a folder every task's process sees at the same path: on Kubernetes a
+    volume the injector and the workers mount), this process first encodes, in one batch-independent
+    pass, every text the cache lacks (:func:`warm_cache`); the tasks then read their vectors from it,
+    so a warm cache encodes nothing anywhere, and the vectors are the in-process builder's.
 
     Writes ``STATE/index`` and ``STATE/ingest.json`` (how it was indexed: dispatch, store,
     run, per-file outcomes; provenance outside the claim, like runinfo.json). The workers leave
@@ -95,10 +133,13 @@ def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: M
     location = shards if shards and shards.startswith("s3://") else str(Path(shards or state_dir / "shards").resolve())
     sink = ShardSink(location, endpoints.s3_endpoint)
     sink.clear()  # shards a failed earlier run left behind are never assembled into this one
+    cache = str(Path(embedding_cache).resolve()) if embedding_cache is not None else None
+    warmed = warm_cache(meetings, by_mode, cache, policy=policy, progress=progress) if cache else None
     request = ReindexRequest(store=state_store(state_dir, store_engine, meetings, schema=pg_schema,
                                                endpoints=endpoints),
                              sink=SinkSpec("embedded", location), embedding=specs,
-                             max_words=policy.max_words, files=tuple(sorted(m.file_uuid for m in meetings)))
+                             max_words=policy.max_words, files=tuple(sorted(m.file_uuid for m in meetings)),
+                             embedding_cache=cache)
     if dispatch == "eager":
         report = run_eager(request, by_mode, progress=progress, endpoints=endpoints)
     else:
@@ -115,6 +156,12 @@ def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: M
                                                    for r in report.results})],
         "per_file": [{k: r.get(k) for k in ("file_uuid", "segments", "documents", "chunk_documents",
                                             "digest_documents", "sha256")} for r in report.results],
+        "embedding_cache": None if cache is None else {"root": cache, "warm_up": warmed,
+                                                       "tasks": task_cache_counts(report.results)},
     }
+    if cache is not None and warmed is not None:
+        tasks = task_cache_counts(report.results)
+        print(f"  embedding cache {cache}: warm-up {warmed['hits']} texts cached, {warmed['encoded']} encoded; "
+              f"the tasks {tasks['hits']} read from it, {tasks['encoded']} encoded", file=sys.stderr)
     (state_dir / "ingest.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return meta

@@ -36,6 +36,7 @@ from harness.index import chunking, documents, sentences
 from harness.index.chunking import ChunkingPolicy, chronological
 from harness.index.documents import embedding_text, meeting_documents
 from harness.index.embed import Embedder, SentenceTransformerEmbedder
+from harness.index.embedcache import CachingEmbedder
 from harness.index.ingest.ledger import Ledger, MemoryLedger, lock_key
 from harness.index.ingest.messages import (
     NO_ENDPOINTS,
@@ -72,11 +73,50 @@ def worker_identity() -> dict[str, Any]:
 
 
 @lru_cache(maxsize=4)
-def embedder_for(spec: str) -> Embedder:
-    """One loaded model per spec per process (a worker loads it at its first file). A task encodes one
-    file per call: sentence-transformers' own batches (harness.index.encoder's one-length batches
-    would be mostly fill copies there), so a file's vectors depend on that file's texts."""
-    return SentenceTransformerEmbedder(spec, batching=None)
+def embedder_for(spec: str, cache: str | None = None) -> Embedder:
+    """One loaded model per spec per process (a worker loads it at its first file).
+
+    Uncached, a task encodes one file per call with sentence-transformers' own batches
+    (harness.index.encoder's one-length batches would be mostly fill copies there), so a file's
+    vectors depend on that file's texts. With the request's embedding cache, the model is the
+    batch-independent encoder behind that cache (harness.index.embedcache): a text's vector is the
+    one every build gives it, read from the cache when an earlier build (or the host's warm-up,
+    harness.state.ingest) encoded it, so a warm cache encodes nothing."""
+    if cache is None:
+        return SentenceTransformerEmbedder(spec, batching=None)
+    return cached(SentenceTransformerEmbedder(spec), cache)
+
+
+_CACHED: dict[tuple[int, str], CachingEmbedder] = {}
+
+
+def cached(embedder: Embedder, cache: str) -> CachingEmbedder:
+    """``embedder`` behind the embedding cache at ``cache``: one wrapper per (model object, cache) in a
+    process, so a worker lists and verifies the cache's shards once, not per file."""
+    key = (id(embedder), cache)
+    if key not in _CACHED:
+        _CACHED[key] = CachingEmbedder(embedder, Path(cache))
+    return _CACHED[key]
+
+
+def _cache_counts(resolved: Mapping[str, Embedder], texts: Mapping[str, list[str]],
+                  encoded_before: Mapping[int, int]) -> dict[str, int]:
+    """One call's texts read from the cache and encoded, over the distinct cached embedders."""
+    hits = encoded = 0
+    for key, embedder in {id(e): e for e in resolved.values()}.items():
+        if not isinstance(embedder, CachingEmbedder):
+            continue
+        wanted = {t for mode, e in resolved.items() if id(e) == key for t in texts[mode]}
+        added = embedder.encoded - encoded_before[key]
+        encoded += added
+        hits += len(wanted) - added
+    return {"hits": hits, "encoded": encoded}
+
+
+def encoder_rule(embedder: Embedder) -> str | None:
+    """What besides the weights decided the vectors' bits (its describe()'s encoder), when it says."""
+    describe = getattr(embedder, "describe", None)
+    return describe().get("encoder") if callable(describe) else None
 
 
 def meeting_from_segments(header: Mapping[str, Any], segments: Sequence[Segment]) -> Meeting:
@@ -112,11 +152,16 @@ def index_file(job: IndexFileJob, ledger: Ledger, embedders: Mapping[str, Embedd
             segments = store.segments(job.file_uuid)
         meeting = meeting_from_segments(job.header, segments)
         docs = meeting_documents(meeting, policy, digests=request.digests)
-        resolved = {mode: (embedders[mode] if embedders is not None else embedder_for(spec))
+        cache = request.embedding_cache
+        resolved = {mode: (embedder_for(spec, cache) if embedders is None
+                           else cached(embedders[mode], cache) if cache else embedders[mode])
                     for mode, spec in sorted(request.embedding.items())}
-        vectors = {mode: _encode(e, [embedding_text(d, mode) for d in docs])  # type: ignore[arg-type]
-                   for mode, e in resolved.items()}
+        texts = {mode: [embedding_text(d, mode) for d in docs] for mode in resolved}  # type: ignore[arg-type]
+        before = {id(e): e.encoded for e in resolved.values() if isinstance(e, CachingEmbedder)}
+        vectors = {mode: _encode(e, texts[mode]) for mode, e in resolved.items()}
         identities = {mode: e.identity for mode, e in resolved.items()}
+        result.update(encoder={mode: encoder_rule(e) for mode, e in resolved.items()},
+                      embedding_cache=_cache_counts(resolved, texts, before) if cache else None)
         provenance = {"splitter": SPLITTER_IDENTITY, "chunking": policy.to_dict(), "embedding": identities,
                       "dimension": {mode: e.dimension for mode, e in resolved.items()}}
         digest = open_sink(request.sink, endpoints).write_file(job.file_uuid, docs, vectors, provenance)
@@ -236,3 +281,7 @@ def check_report(report: ReindexReport, *, policy: ChunkingPolicy, embedding: Ma
         if seen and seen != [identity]:
             raise RefusedError(f"embedding_text {mode}: documents embedded by {seen}, configured {identity}; "
                                "a mixed or foreign vector space is refused")
+        rules = sorted({str(r.get("encoder", {}).get(mode)) for r in report.results})
+        if len(rules) > 1:  # the same weights through other batching, torch or CPU kernels: other last bits
+            raise RefusedError(f"embedding_text {mode}: files encoded under {len(rules)} rules ({'; '.join(rules)}); "
+                               "restart the workers on one image and CPU kind and rebuild")

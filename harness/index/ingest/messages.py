@@ -93,6 +93,10 @@ class ReindexRequest:
     # the files the index holds (None: every file in the store); the sweep deletes the rest
     files: tuple[str, ...] | None = None
     queues: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_QUEUES))
+    # the embedding cache (harness.index.embedcache) as every task's process sees it (a folder the
+    # workers share: a volume in their pods). Set, the tasks encode batch-independently and only the
+    # texts the cache lacks; None, sentence-transformers' encode(), uncached.
+    embedding_cache: str | None = None
 
     def policy(self) -> ChunkingPolicy:
         return ChunkingPolicy(max_words=self.max_words)
@@ -100,14 +104,16 @@ class ReindexRequest:
     def to_dict(self) -> dict[str, Any]:
         return {"store": asdict(self.store), "sink": asdict(self.sink), "embedding": dict(self.embedding),
                 "max_words": self.max_words, "digests": self.digests,
-                "files": None if self.files is None else list(self.files), "queues": dict(self.queues)}
+                "files": None if self.files is None else list(self.files), "queues": dict(self.queues),
+                "embedding_cache": self.embedding_cache}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReindexRequest:
         files = data.get("files")
         return cls(store=StoreSpec(**data["store"]), sink=SinkSpec(**data["sink"]),
                    embedding=dict(data["embedding"]), max_words=int(data["max_words"]), digests=bool(data["digests"]),
-                   files=None if files is None else tuple(files), queues=dict(data["queues"]))
+                   files=None if files is None else tuple(files), queues=dict(data["queues"]),
+                   embedding_cache=data.get("embedding_cache"))
 
 
 @dataclass(frozen=True)
