@@ -332,15 +332,22 @@ addons() {
   mkdir -p "$K8S_DIR/volumes"
   local i
   for i in $(seq -w 0 9); do mkdir -p "$K8S_DIR/volumes/pv-$i"; done
+  mkdir -p "$K8S_DIR/volumes/embedding-cache"
   sed -e "s|\${IMAGE_COREDNS}|$IMAGE_COREDNS|" -e "s|\${CLUSTER_DNS}|$CLUSTER_DNS|" \
     -e "s|\${NODE_NAME}|$NODE_NAME|g" -e "s|\${VOLUMES}|$K8S_DIR/volumes|g" \
     "$K8S_SRC/cluster-addons.yaml" | "${KUBECTL[@]}" apply -f - >"$K8S_LOGS/addons.log" 2>&1 \
     || die_component addons "$K8S_LOGS/addons.log" "kubectl apply of stack/k8s/cluster-addons.yaml failed"
 }
 
-# Released local volumes (their claim's namespace is gone): wiped and offered again.
+# Released local volumes (their claim's namespace is gone): wiped and offered again. The embedding
+# cache's volume is offered again as it is: its vectors are what the next release should find.
 recycle_volumes() {
   local pv path
+  for pv in $("${KUBECTL[@]}" get pv -l ragsweep.io/embedding-cache=true \
+      -o jsonpath='{range .items[?(@.status.phase=="Released")]}{.metadata.name}{"\n"}{end}'); do
+    "${KUBECTL[@]}" patch pv "$pv" --type json -p '[{"op":"remove","path":"/spec/claimRef"}]' >/dev/null
+    k8s_log "volume $pv offered again, kept"
+  done
   for pv in $("${KUBECTL[@]}" get pv -l ragsweep.io/local-volume=true \
       -o jsonpath='{range .items[?(@.status.phase=="Released")]}{.metadata.name}{"\n"}{end}'); do
     path=$("${KUBECTL[@]}" get pv "$pv" -o jsonpath='{.spec.local.path}')

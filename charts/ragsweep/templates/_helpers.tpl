@@ -304,3 +304,25 @@ seccompProfile:
 {{- fail (printf "\n\nragsweep: %d problem(s) with the values:\n  - %s\n" (len $problems) (join "\n  - " $problems)) -}}
 {{- end -}}
 {{- end -}}
+
+{{- /* The embedding cache's claim, volume and mount: the injector's build-state container and the
+embedding workers see it at the same path, which the injector passes to the workers' tasks. */ -}}
+{{- define "ragsweep.embeddingCache.claim" -}}
+{{- .Values.embeddingCache.existingClaim | default (include "ragsweep.component" (list . "embedding-cache")) -}}
+{{- end -}}
+
+{{- define "ragsweep.embeddingCache.path" -}}/cache/embeddings{{- end -}}
+
+{{- define "ragsweep.embeddingCache.volume" -}}
+{{- if .Values.embeddingCache.enabled }}
+- name: embedding-cache
+  persistentVolumeClaim:
+    claimName: {{ include "ragsweep.embeddingCache.claim" . }}
+{{- end }}
+{{- end -}}
+
+{{- define "ragsweep.embeddingCache.mount" -}}
+{{- if .Values.embeddingCache.enabled }}
+- {name: embedding-cache, mountPath: {{ include "ragsweep.embeddingCache.path" . }}}
+{{- end }}
+{{- end -}}
