@@ -105,17 +105,17 @@ else
 	else echo "qmsum: not fetched (no QMSUM_MIRROR, no ../shared/data/qmsum/mirror, $${why#qmsum: }): this sweep is single-corpus"; fi
 endif
 
-# EXECUTOR=k8s needs only the corpora: the release's injector builds the state in the cluster. The local
-# executor fetches QMSum first, then a second make picks the state: STATE is read when a make starts,
+# EXECUTOR=k8s needs only the corpora (QMSum fetched first, as for the local one): the release's injector
+# builds the two-corpus state in the cluster. The local executor fetches QMSum first, then a second make picks the state: STATE is read when a make starts,
 # so only a make started after the fetch sees whether QMSum is there (a -qmsum state or not).
 sweep: $(if $(filter k8s,$(EXECUTOR)),$(SYNTH)/corpus.json) ## run the ARMS family (fusion|budget|pool|diversity|embedding|all) over the default state and collect; local: fetches QMSum first (EXECUTOR=k8s: see docs/kubernetes.md)
 ifeq ($(EXECUTOR),k8s)
-	@for step in "tools:k8s-apiserver-tools k8s-tools" "images:images" "cluster:k8s-up"; do \
+	@for step in "corpora:qmsum" "tools:k8s-apiserver-tools k8s-tools" "images:images" "cluster:k8s-up"; do \
 	  started=$$(date +%s); echo "[sweep k8s] $${step%%:*}: make $${step#*:}"; \
 	  $(MAKE) --no-print-directory $${step#*:} || exit $$?; \
 	  echo "[sweep k8s] $${step%%:*} ready in $$(( $$(date +%s) - started ))s"; \
 	done
-	$(MAKE) sweep-k8s ARMS=$(ARMS) CORPORA=$(SYNTH)
+	$(MAKE) sweep-k8s ARMS=$(ARMS) SYNTH_CORPUS=$(SYNTH)
 else
 	@$(MAKE) --no-print-directory qmsum
 	@$(MAKE) --no-print-directory sweep-local

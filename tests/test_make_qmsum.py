@@ -111,12 +111,24 @@ def test_make_sweep_offline_goes_on_single_corpus_and_says_why_once(tmp_path: Pa
     assert not (var / "corpora").exists()
 
 
-def test_make_sweep_k8s_is_unchanged_it_uploads_only_the_synthetic_corpus(tmp_path: Path) -> None:
+def test_make_sweep_k8s_fetches_qmsum_first_and_uploads_both_corpora(tmp_path: Path) -> None:
+    """As the local executor: QMSum is fetched before anything else, and once it is there the cluster's
+    injector is given both corpora (issue 35: a one-corpus sweep can give no verdict)."""
     _venv(tmp_path, RECORDER)
+    var = tmp_path / "var"
     done = _make(tmp_path, "sweep", "EXECUTOR=k8s", "QMSUM_MIRROR=/srv/qmsum-mirror", dry_run=True)
     assert done.returncode == 0, done.stderr
-    assert "corpus fetch" not in done.stdout and "corpora/qmsum" not in done.stdout
-    assert "k8s-up" in done.stdout and f"CORPORA={tmp_path / 'var'}/synthetic/budget-5-archive-7" in done.stdout
+    out = done.stdout
+    fetch = out.index(f"corpus fetch qmsum --dest {var}/corpora/qmsum --mirror /srv/qmsum-mirror")
+    assert fetch < out.index("RAGSWEEP_K8S_BIN") < out.index("stack/k8s/sweep.sh")  # before the tools
+    # a dry run fetches nothing, so this make sees no QMSum yet: the synthetic corpus alone
+    assert f'stack/k8s/sweep.sh "synthetic={var}/synthetic/budget-5-archive-7" fusion' in out
+    (var / "corpora" / "qmsum").mkdir(parents=True)
+    (var / "corpora" / "qmsum" / "LICENSE").write_text("MIT")
+    done = _make(tmp_path, "sweep-k8s", f"SYNTH_CORPUS={var}/synthetic/budget-5-archive-7", dry_run=True)
+    assert done.returncode == 0, done.stderr
+    assert (f'stack/k8s/sweep.sh "synthetic={var}/synthetic/budget-5-archive-7 qmsum={var}/corpora/qmsum" fusion'
+            in done.stdout)
 
 
 @pytest.mark.skipif(not SHARED_MIRROR.is_dir(), reason=f"no QMSum mirror at {SHARED_MIRROR}")

@@ -7,14 +7,18 @@
 # collector Job, comparison.md downloaded to var/sweeps/<sweep id>/, then the release and the
 # namespace removed (KEEP=1 keeps them; the janitor deletes them once they expire).
 #
-#   stack/k8s/sweep.sh CORPORA_DIR ARMS        (make sweep ARMS=fusion EXECUTOR=k8s calls it)
+#   stack/k8s/sweep.sh "NAME=DIR [NAME=DIR ...]" ARMS   (make sweep ARMS=fusion EXECUTOR=k8s calls it
+#                                                        with synthetic=..., and qmsum=... once fetched)
+#
+# CORPORA names each corpus and its folder, as `ragsweep state build --corpus NAME=DIR` does (a bare
+# DIR is synthetic=DIR): each folder is uploaded under its name and the injector builds one state
+# of them all, so a sweep of two corpora gives verdicts.
 #
 # Environment: KUBECONFIG (default var/cluster/kubeconfig, the single-node cluster), VALUES
 # (extra values files, space-separated; default the chart's ci/single-node-values.yaml and
 # stack/k8s/no-gpu-values.yaml: the single node has no GPU), RERANKER (a reranker folder, for
 # families with a rerank stage: pushed to the object store, fetched by their pods),
-# IMAGES_VALUES (default var/images/values.yaml, written by make images), CORPUS_NAMES
-# (default synthetic), KEEP=1, NAMESPACE (default ragsweep-<hash of the corpora>-<time>), PIPELINE
+# IMAGES_VALUES (default var/images/values.yaml, written by make images), KEEP=1, NAMESPACE (default ragsweep-<hash of the corpora>-<time>), PIPELINE
 # (the namespace's ragsweep.io/pipeline label; default sweep-<hash of the corpora>; make sweep-k8s
 # passes its PIPELINE, so a namespace from make ci-namespace for the same pipeline is used as it is),
 # BACKENDS (default "stack": the arms search the release's OpenSearch; "stack embedded" runs the
@@ -26,8 +30,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-CORPORA=${1:?usage: stack/k8s/sweep.sh CORPORA_DIR ARMS}
-ARMS=${2:?usage: stack/k8s/sweep.sh CORPORA_DIR ARMS}
+CORPORA=${1:?usage: stack/k8s/sweep.sh "NAME=DIR [NAME=DIR ...]" ARMS}
+ARMS=${2:?usage: stack/k8s/sweep.sh "NAME=DIR [NAME=DIR ...]" ARMS}
 export KUBECONFIG=${KUBECONFIG:-$ROOT/var/cluster/kubeconfig}
 HELM=${HELM:-$ROOT/var/tools/bin/helm}
 PY=${PY:-$ROOT/.venv/bin/python}
@@ -36,14 +40,23 @@ RELEASE=${RELEASE:-ragsweep}
 VALUES=${VALUES:-charts/ragsweep/ci/single-node-values.yaml stack/k8s/no-gpu-values.yaml}
 RERANKER=${RERANKER:-}
 IMAGES_VALUES=${IMAGES_VALUES:-$ROOT/var/images/values.yaml}
-CORPUS_NAMES=${CORPUS_NAMES:-synthetic}
 BACKENDS=${BACKENDS:-stack}
 PORT=${PORT_FORWARD_PORT:-19000}
 TTL_HOURS=${CI_TTL_HOURS:-4}
 say() { printf '[sweep-k8s %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'sweep-k8s: %s\n' "$*" >&2; exit "${2:-2}"; }
 
-[[ -d $CORPORA ]] || die "CORPORA=$CORPORA is not a folder (make synth first)"
+declare -A corpus_dirs=()
+for item in $CORPORA; do
+  [[ $item == *=* ]] || item=synthetic=$item
+  name=${item%%=*} dir=${item#*=}
+  [[ $name =~ ^[a-z0-9][a-z0-9._-]{0,99}$ ]] || die "CORPORA: corpus name '$name' (in '$item'): expected lower-case letters, digits, . _ -"
+  [[ -z ${corpus_dirs[$name]:-} ]] || die "CORPORA: corpus $name given twice"
+  [[ -d $dir ]] || die "CORPORA: $name=$dir is not a folder (make synth; make qmsum)"
+  corpus_dirs[$name]=$(cd "$dir" && pwd)
+done
+((${#corpus_dirs[@]})) || die "CORPORA is empty: give NAME=DIR for each corpus"
+CORPUS_NAMES=$(printf '%s\n' "${!corpus_dirs[@]}" | LC_ALL=C sort | tr '\n' ' ')
 [[ -f $KUBECONFIG ]] || die "no kubeconfig at $KUBECONFIG (make k8s-up starts the single-node cluster)"
 [[ -x $HELM ]] || die "no helm at $HELM (make k8s-tools)"
 [[ -f $IMAGES_VALUES ]] || die "no $IMAGES_VALUES (make images builds the images and writes it)"
@@ -58,7 +71,9 @@ except UsageError as e:
     sys.exit(f"sweep-k8s: ARMS={sys.argv[1]}: {e}")' "$ARMS") || exit 2
   [[ -z $rerank ]] || die "arms $rerank run the rerank stage and need RERANKER=DIR (a reranker folder; ragsweep reranker train --out DIR)"
 fi
-state_key=$(find "$CORPORA" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-10)
+state_key=$(for name in $CORPUS_NAMES; do
+  echo "$name"; (cd "${corpus_dirs[$name]}" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+done | sha256sum | cut -c1-10)
 NAMESPACE=${NAMESPACE:-ragsweep-$state_key-$(date +%s | tail -c 7)}
 LOGDIR=$ROOT/var/k8s-sweeps/$NAMESPACE
 values_args=()
@@ -121,7 +136,8 @@ secret=$RELEASE-object-store
 AWS_ACCESS_KEY_ID=$(kubectl -n "$NAMESPACE" get secret "$secret" -o jsonpath='{.data.access-key-id}' | base64 -d)
 AWS_SECRET_ACCESS_KEY=$(kubectl -n "$NAMESPACE" get secret "$secret" -o jsonpath='{.data.secret-access-key}' | base64 -d)
 export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_DEFAULT_REGION=us-east-1 RAGSWEEP_S3_ENDPOINT=http://127.0.0.1:$PORT
-staging=$(mktemp -d); for name in $CORPUS_NAMES; do cp -r "$CORPORA" "$staging/$name"; done
+staging=$(mktemp -d); for name in $CORPUS_NAMES; do cp -r "${corpus_dirs[$name]}" "$staging/$name"; done
+say "corpora uploaded: $CORPUS_NAMES"
 "$PY" -m jobs.sync push --store s3://ragsweep --from "$staging" --key corpora/corpora.tar.gz
 rm -rf "$staging"
 
