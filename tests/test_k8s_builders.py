@@ -429,11 +429,12 @@ def test_the_janitor_may_delete_only_the_namespaces_ci_namespace_bound_it_into()
 
 
 def test_every_ci_namespace_is_made_by_the_one_script() -> None:
-    """make ci-namespace, stack/k8s/sweep.sh (so KEEP=1 namespaces expire too) and the cluster test all make
-    their namespace with stack/k8s/ci-namespace.sh; none fills manifests/ci-namespace.yaml itself."""
+    """make ci-namespace, the launcher of a release of its own (so KEEP=1 namespaces expire too) and the
+    cluster test all make their namespace with stack/k8s/ci-namespace.sh; none fills
+    manifests/ci-namespace.yaml itself."""
     makefile = (ROOT / "Makefile.k8s").read_text()
     callers = {"make ci-namespace": makefile[makefile.index("\nci-namespace:"):makefile.index("\nci-janitor:")],
-               "stack/k8s/sweep.sh": (ROOT / "stack" / "k8s" / "sweep.sh").read_text(),
+               "harness/sweep/k8s/launch.py": (ROOT / "harness" / "sweep" / "k8s" / "launch.py").read_text(),
                "tests/test_k8s_cluster.py": (ROOT / "tests" / "test_k8s_cluster.py").read_text()}
     for caller, text in callers.items():
         assert re.search(r"stack.{1,10}k8s.{1,10}ci-namespace\.sh", text), caller

@@ -41,9 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("sweep", help="run arms in parallel over one state and collect comparison tables")
     sub = p.add_subparsers(dest="sweep_command", metavar="ACTION", required=True)
     r = sub.add_parser("run", help="run the selected arms (skipping complete ones) and collect")
-    r.add_argument("--state", type=Path, required=True)
+    r.add_argument("--state", type=Path, default=None, help="the corpus state (required unless --corpus)")
     _common(r)
     r.add_argument("--executor", choices=["local", "k8s"], default="local")
+    _launch_flags(r)
     r.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="arms at once (default: core count)")
     r.add_argument("--reranker", type=Path, default=None, help="cross-encoder directory for rerank-stage arms")
     add_rerank_cache_flag(r)
@@ -75,6 +76,64 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     i.set_defaults(func=show_id)
     e = sub.add_parser("emit-manifest", help="print the built-in arm catalogue as JSON")
     e.set_defaults(func=emit)
+
+
+def _launch_flags(r: argparse.ArgumentParser) -> None:
+    g = r.add_argument_group("--executor k8s --corpus: a release of its own (docs/kubernetes.md)")
+    g.add_argument("--corpus", action="append", default=[], metavar="NAME=DIR",
+                   help="instead of --state: install the chart in a new namespace, upload each corpus under its "
+                        "name, let the release's injector build the state, then run the arms and the collector "
+                        "there and tear it down (KUBECONFIG names the cluster)")
+    g.add_argument("--values", action="append", type=Path, default=[], metavar="FILE",
+                   help="the chart's values files (default: charts/ragsweep/ci/single-node-values.yaml, "
+                        "stack/k8s/no-gpu-values.yaml, var/images/values.yaml)")
+    g.add_argument("--backends", default=None, metavar="LIST",
+                   help="stack,embedded: measure each in the same release, one after the other (default: what "
+                        "the release's settings say)")
+    g.add_argument("--keep", action="store_true", help="keep the release and its namespace (the janitor deletes "
+                                                         "it once expired)")
+    g.add_argument("--namespace", default=None, help="default ragsweep-<corpora hash>-<time>")
+    g.add_argument("--pipeline", default=None, help="the namespace's ragsweep.io/pipeline label "
+                                                      "(default sweep-<corpora hash>)")
+    g.add_argument("--port-forward-port", type=int, default=19000, help="where the store's port-forward listens")
+
+
+def _launch(args: argparse.Namespace) -> int:
+    import shutil
+
+    from harness.errors import UsageError
+    from harness.sweep.catalogue import select_arms
+    from harness.sweep.executor import catalogue_for
+    from harness.sweep.k8s.executor import kube_clients
+    from harness.sweep.k8s.launch import ROOT, LaunchPlan, launch, parse_corpora
+
+    if args.state is not None:
+        raise UsageError("give --state (arms in a release that exists) or --corpus (a release of its own), not both")
+    if args.out.startswith("s3://"):
+        raise UsageError(f"--out {args.out}: with --corpus the sweep's files are copied to a local folder; "
+                         "give one (default var)")
+    corpora = parse_corpora(args.corpus)
+    rerank = [a.name for a in select_arms(catalogue_for(args.manifest), args.arms) if a.needs_reranker]
+    if rerank and args.reranker is None:  # before a release is installed and a corpus injected for it
+        raise UsageError(f"arms {', '.join(rerank)} run the rerank stage and need --reranker DIR "
+                         "(ragsweep reranker train --out DIR)")
+    values = tuple(args.values) or (ROOT / "charts/ragsweep/ci/single-node-values.yaml",
+                                    ROOT / "stack/k8s/no-gpu-values.yaml", ROOT / "var/images/values.yaml")
+    for v in values:
+        if not v.is_file():
+            raise UsageError(f"--values {v}: no such file" + (" (make images writes it)" if v.name == "values.yaml"
+                                                              and v.parent.name == "images" else ""))
+    built = ROOT / "var/tools/bin/helm"
+    helm = str(built) if built.is_file() else shutil.which("helm")
+    if helm is None:
+        raise UsageError("no helm (make k8s-tools builds it into var/tools/bin)")
+    backends = tuple(b for b in (args.backends or "").split(",") if b)
+    bad = sorted(set(backends) - set(BACKENDS))
+    if bad:
+        raise UsageError(f"--backends {args.backends}: {', '.join(bad)} is not one of {', '.join(BACKENDS)}")
+    plan = LaunchPlan(corpora=corpora, out=Path(args.out), values=values, helm=helm, namespace=args.namespace,
+                      pipeline=args.pipeline, keep=args.keep, backends=backends, port=args.port_forward_port)
+    return launch(plan, args, kube=lambda: kube_clients(_release().context))
 
 
 def emit(args: argparse.Namespace) -> int:
@@ -156,6 +215,11 @@ def run(args: argparse.Namespace) -> int:
     from harness.sweep.procs import absolute_store, lock_out
 
     args = _settled(args)
+    if args.corpus and args.executor != "k8s":
+        raise UsageError("--corpus: a release's injector builds the state, so --executor k8s only (here: "
+                         "ragsweep state build --corpus NAME=DIR --out STATE, then --state STATE)")
+    if args.state is None and not args.corpus:
+        raise UsageError("give --state STATE (or --executor k8s --corpus NAME=DIR ...)")
     if args.executor == "k8s":
         from harness.sweep.k8s.executor import run_from_args
 
@@ -167,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
                   "executor; on Kubernetes each rerank arm Job keeps its scores on its pod's scratch volume "
                   "(RAGSWEEP_RERANK_CACHE=/tmp/rerank-cache), for that pod only", file=sys.stderr)
 
-        return run_from_args(args, _release())
+        return _launch(args) if args.corpus else run_from_args(args, _release())
     # the arm processes run from the checkout: every path they are given is the caller's, made absolute
     args.state, args.out = args.state.resolve(), absolute_store(args.out)
     args.reranker = args.reranker.resolve() if args.reranker else None

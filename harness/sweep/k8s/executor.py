@@ -312,10 +312,11 @@ def read_settings(core: Any, namespace: str, name: str, policy: RetryPolicy | No
     return parse_settings(data[SETTINGS_KEY], f"configmap {namespace}/{name}")
 
 
-def run_from_args(args: Any, release: Release) -> int:
+def run_from_args(args: Any, release: Release, store: ArtefactStore | None = None) -> int:
     """``ragsweep sweep run --executor k8s``: the release is ``release.namespace`` and
     ``release.launcher_config``; the store is reached at ``release.s3_endpoint`` (a port-forward)
-    when the launcher runs outside the cluster."""
+    when the launcher runs outside the cluster, or is ``store`` (harness.sweep.k8s.launch: the
+    release's own, with its Secret's credentials)."""
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import catalogue_for, open_store, publish_catalogue
 
@@ -328,8 +329,8 @@ def run_from_args(args: Any, release: Release) -> int:
     if getattr(args, "backend", None) not in (None, settings.backend):
         raise UsageError(f"--backend {args.backend}: the release's arms measure {settings.backend} (its launcher "
                          "settings); drop --backend, or run --executor local")
-    endpoint = release.s3_endpoint or args.s3_endpoint or settings.s3_endpoint
-    store = open_store(settings.store, endpoint)
+    if store is None:
+        store = open_store(settings.store, release.s3_endpoint or args.s3_endpoint or settings.s3_endpoint)
     with tempfile.TemporaryDirectory(prefix="ragsweep-k8s-state-") as tmp:
         state = Path(tmp)
         (state / "state.json").write_bytes(store.get_bytes(state_json_key(settings)))
