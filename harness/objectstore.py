@@ -20,6 +20,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -193,6 +194,9 @@ def is_transient_s3_error(error: BaseException) -> bool:
     return isinstance(error, bx.ConnectionError | bx.HTTPClientError)
 
 
+MULTIPART_BYTES = 16 * 1024 * 1024  # S3Store.put_bytes: the largest single PUT, and the part size above it
+
+
 class S3Store:
     """Artefacts as objects in one bucket of an S3-compatible server (MinIO, SeaweedFS, AWS).
 
@@ -249,9 +253,31 @@ class S3Store:
             raise StorageError(f"{self.describe()}: {what}: {e}") from e
 
     def put_bytes(self, key: str, data: bytes) -> None:
+        """One PUT up to ``MULTIPART_BYTES``; above, a multipart upload of parts that size (S3Proxy refuses a
+        v4-signed single PUT over 32 MiB: MaxMessageLengthExceeded; AWS any over 5 GB). Either way the object
+        appears whole or not at all: a multipart upload that fails is aborted, its parts never visible."""
         object_key = self._object_key(key)
-        self._retry(lambda: self._client.put_object(Bucket=self.bucket, Key=object_key, Body=data),
-                    f"put {key}")
+        if len(data) <= MULTIPART_BYTES:
+            self._retry(lambda: self._client.put_object(Bucket=self.bucket, Key=object_key, Body=data),
+                        f"put {key}")
+            return
+        where = {"Bucket": self.bucket, "Key": object_key}
+        upload = self._retry(lambda: self._client.create_multipart_upload(**where), f"start a multipart put {key}")
+        uploaded = {**where, "UploadId": upload["UploadId"]}
+        try:
+            parts = []
+            for number, start in enumerate(range(0, len(data), MULTIPART_BYTES), start=1):
+                def put_part(n: int = number, body: bytes = data[start:start + MULTIPART_BYTES]) -> Any:
+                    return self._client.upload_part(**uploaded, PartNumber=n, Body=body)
+
+                answer = self._retry(put_part, f"put {key} part {number}")
+                parts.append({"ETag": answer["ETag"], "PartNumber": number})
+            self._retry(lambda: self._client.complete_multipart_upload(**uploaded, MultipartUpload={"Parts": parts}),
+                        f"finish the multipart put {key}")
+        except BaseException:
+            with suppress(Exception):
+                self._client.abort_multipart_upload(**uploaded)
+            raise
 
     def get_bytes(self, key: str) -> bytes:
         object_key = self._object_key(key)

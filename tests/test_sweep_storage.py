@@ -360,6 +360,19 @@ def test_s3_round_trip(s3_store: S3Store) -> None:
 
 
 @pytest.mark.integration
+def test_s3_an_object_larger_than_one_put_goes_up_in_parts_and_comes_back_whole(s3_store: S3Store) -> None:
+    """A two-corpus state's archive is over S3Proxy's 32 MiB limit for one v4-signed PUT (MaxMessageLengthExceeded,
+    found on the single-node cluster): above MULTIPART_BYTES it is a multipart upload, the same bytes back."""
+    from harness.objectstore import MULTIPART_BYTES
+
+    data = os.urandom(2 * MULTIPART_BYTES + 12345)  # three parts, the last short
+    s3_store.put_bytes("big/state.tar.gz", data)
+    assert s3_store.get_bytes("big/state.tar.gz") == data
+    assert s3_store.list("big/") == ["big/state.tar.gz"]
+    uploads = s3_store._client.list_multipart_uploads(Bucket=s3_store.bucket).get("Uploads", [])
+    assert not [u for u in uploads if u["Key"].startswith(s3_store.prefix)]  # none left half-done
+
+
 def test_s3_publish_and_complete(s3_store: S3Store) -> None:
     digest = config_hash(ARM, "state-A")
     assert not is_complete(s3_store, "s1", ARM, digest)
