@@ -49,6 +49,7 @@ from harness.sweep.executor import (
     measurement_identity,
     state_identity,
 )
+from harness.sweep.k8s.groups import build_group_job, group_units
 from harness.sweep.k8s.plan import plan_legs, plan_scores
 from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings, rerank_scorer
 from harness.sweep.k8s.submit import RetryPolicy, call_api, create_job, delete_job
@@ -224,42 +225,49 @@ class K8sExecutor:
             else:
                 pending.append((arm, digest))
         key = self._reranker_key([a for a, _ in pending])
+        identity = legs_identity(self.state, self.settings.backend)
+        groups, pending = group_units(self.settings, pending, sweep_id, identity)
         legs_of = self._legs(sweep_id, pending, report, arms)
         width = max(1, self.parallelism or self.settings.parallelism)
         scores_of = self._scores(sweep_id, pending, report, legs_of, key, width)
-        self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - len(pending)} already complete, "
-                  f"{len(pending)} to run as Jobs in {self.namespace}, at most {width} at once")
+        total = len(pending) + sum(len(unit) for _, unit in groups)
+        self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - total} already complete, {total} to run as "
+                  f"{len(pending) + len(groups)} Jobs in {self.namespace}, at most {width} at once")
         watcher = JobWatcher(self.batch, self.core, self.namespace, sweep_selector(sweep_id, "arm"),
                              self.timeout_s, container="arm", policy=self.policy)
-        running: dict[str, _Running] = {}
-        queue = list(pending)
+        running: dict[str, list[_Running]] = {}
+        queue = [*groups, *[(arm_job_name(sweep_id, a), [(a, d)]) for a, d in pending]]
         done = 0
         try:
             while queue or running:
                 while queue and len(running) < width:
-                    arm, digest = queue.pop(0)
-                    job = build_arm_job(self.settings, arm, sweep_id, reranker_key=key if arm.needs_reranker else None,
-                                        legs=legs_of.get(arm.name), scores=scores_of.get(arm.name, ()))
+                    name, unit = queue.pop(0)
+                    arm = unit[0][0]
+                    job = (build_group_job(self.settings, [a for a, _ in unit], sweep_id, name) if len(unit) > 1 else
+                           build_arm_job(self.settings, arm, sweep_id, reranker_key=key if arm.needs_reranker else None,
+                                         legs=legs_of.get(arm.name), scores=scores_of.get(arm.name, ())))
                     how = create_job(self.batch, self.namespace, job, self.policy)
-                    name = arm_job_name(sweep_id, arm)
-                    running[name] = _Running(arm, digest, time.monotonic())
-                    self._say(f"  {how} job {name} for {arm.name}"
+                    running[name] = [_Running(a, d, time.monotonic()) for a, d in unit]
+                    self._say(f"  {how} job {name} for {', '.join(a.name for a, _ in unit)}"
                               f"{' (GPU)' if arm.needs_reranker and self.settings.gpu.enabled else ''}")
                 for result in watcher.wait(list(running)):
-                    outcome = self._outcome(sweep_id, running.pop(result.name), result)
-                    report.outcomes.append(outcome)
-                    done += 1
-                    status = "ok" if outcome.status == "published" else f"FAILED: {outcome.message}"
-                    self._say(f"  [{done}/{len(pending)}] {outcome.arm.name} {status} ({outcome.seconds:.0f}s)")
+                    for run in running.pop(result.name):
+                        outcome = self._outcome(sweep_id, run, result)
+                        report.outcomes.append(outcome)
+                        done += 1
+                        status = "ok" if outcome.status == "published" else f"FAILED: {outcome.message}"
+                        self._say(f"  [{done}/{total}] {outcome.arm.name} {status} ({outcome.seconds:.0f}s)")
         except WatchTimeout as e:
-            for name, run in running.items():
-                message = f"job {name} did not finish before the sweep's deadline: {e}"
-                publish_failure(self.store, sweep_id, run.arm, run.digest, message)
-                report.outcomes.append(ArmOutcome(run.arm, "failed", time.monotonic() - run.started, message))
-            for arm, digest in queue:
-                message = "not submitted: the sweep's deadline passed first"
-                publish_failure(self.store, sweep_id, arm, digest, message)
-                report.outcomes.append(ArmOutcome(arm, "failed", 0.0, message))
+            for name, runs in running.items():
+                for run in runs:
+                    message = f"job {name} did not finish before the sweep's deadline: {e}"
+                    publish_failure(self.store, sweep_id, run.arm, run.digest, message)
+                    report.outcomes.append(ArmOutcome(run.arm, "failed", time.monotonic() - run.started, message))
+            late = "not submitted: the sweep's deadline passed first"
+            for _, unit in queue:
+                for arm, digest in unit:
+                    publish_failure(self.store, sweep_id, arm, digest, late)
+                    report.outcomes.append(ArmOutcome(arm, "failed", 0.0, late))
         report.wall_seconds = time.monotonic() - started
         return report
 

@@ -126,6 +126,7 @@ class LauncherSettings(_Model):
     # --backend stack), or the state's embedded index.
     backend: Backend = "stack"
     parallelism: int = Field(4, ge=1)
+    group_arms: bool = False  # a legs group's arms as one Job (harness.sweep.k8s.groups)
     arm: PodShape = PodShape()
     collector: PodShape = PodShape()
     gpu: GpuShape = GpuShape()
