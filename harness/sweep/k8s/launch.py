@@ -244,6 +244,7 @@ def launch(plan: LaunchPlan, args: Any, *, kube: Callable[[], tuple[Any, Any]]) 
     key = corpora_key(plan.corpora)
     namespace = plan.namespace or f"ragsweep-{key}-{int(time.time()) % 1_000_000:06d}"
     logdir = plan.out.resolve() / "k8s-sweeps" / namespace
+    batch, core = kube()  # a kubeconfig that cannot be loaded stops it before a namespace is made
     made = subprocess.run(["bash", str(ROOT / "stack" / "k8s" / "ci-namespace.sh"), namespace,
                            plan.pipeline or f"sweep-{key}", str(plan.ttl_hours)], cwd=ROOT, timeout=120)
     if made.returncode == 3:
@@ -252,7 +253,6 @@ def launch(plan: LaunchPlan, args: Any, *, kube: Callable[[], tuple[Any, Any]]) 
         raise ClusterError(f"stack/k8s/ci-namespace.sh {namespace}: exit {made.returncode}")
     logdir.mkdir(parents=True, exist_ok=True)
     say(f"namespace {namespace} (restricted Pod Security); logs in {logdir}")
-    batch, core = kube()
 
     def log_pods() -> None:
         with (logdir / "pods.log").open("a", encoding="utf-8") as f:
