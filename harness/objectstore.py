@@ -194,6 +194,15 @@ def is_transient_s3_error(error: BaseException) -> bool:
     return isinstance(error, bx.ConnectionError | bx.HTTPClientError)
 
 
+def client_config() -> Any:
+    """botocore's settings for every S3 client of ours: no retries of its own (the store's policy decides),
+    path-style addressing (S3Proxy, MinIO), bounded connect and read timeouts."""
+    from botocore.config import Config
+
+    return Config(retries={"max_attempts": 1, "mode": "standard"}, s3={"addressing_style": "path"},
+                  connect_timeout=10, read_timeout=60)
+
+
 MULTIPART_BYTES = 16 * 1024 * 1024  # S3Store.put_bytes: the largest single PUT, and the part size above it
 
 
@@ -219,12 +228,8 @@ class S3Store:
     @staticmethod
     def _make_client(endpoint_url: str | None) -> Any:
         import boto3
-        from botocore.config import Config
-
-        config = Config(retries={"max_attempts": 1, "mode": "standard"}, s3={"addressing_style": "path"},
-                        connect_timeout=10, read_timeout=60)
         try:
-            return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=config)
+            return boto3.session.Session().client("s3", endpoint_url=endpoint_url, config=client_config())
         except ValueError as e:  # botocore: "Invalid endpoint: notaurl"
             raise UsageError(f"S3 endpoint {endpoint_url!r} (--s3-endpoint or RAGSWEEP_S3_ENDPOINT): {e}; "
                              "expected a URL such as http://127.0.0.1:9000") from e

@@ -31,7 +31,7 @@ from harness.sweep.k8s.builders import (
     labels,
     task_env,
 )
-from harness.sweep.k8s.settings import LauncherSettings
+from harness.sweep.k8s.settings import LauncherSettings, whole_cores
 from harness.sweep.legs import group_arms, group_id
 
 
@@ -56,10 +56,7 @@ def group_units(settings: LauncherSettings, pending: Sequence[tuple[Arm, str]], 
 
 def limit_cores(settings: LauncherSettings) -> int:
     """The arm pod's whole CPU cores at its limit (else its request), at least 1: the group's processes."""
-    from kubernetes.utils import parse_quantity
-
-    amount = settings.arm.resources.limits.get("cpu") or settings.arm.resources.requests.get("cpu")
-    return 1 if amount is None else max(1, int(parse_quantity(amount)))
+    return whole_cores(settings.arm.resources, at_limit=True) or 1
 
 
 def build_group_job(settings: LauncherSettings, arms: Sequence[Arm], sweep_id: str, name: str) -> k.V1Job:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, RefusedError, UsageError
-from harness.objectstore import S3Store
+from harness.objectstore import S3Store, client_config
 from harness.sweep.k8s.submit import ClusterError
 from harness.sweep.k8s.watch import finished_condition
 
@@ -181,15 +181,11 @@ class PortForward:
 def release_store(core: Any, namespace: str, release: str, spec: str, endpoint: str) -> S3Store:
     """The release's bucket at ``endpoint`` with the credentials of its own Secret (read, never printed)."""
     import boto3
-    from botocore.config import Config
 
     data = core.read_namespaced_secret(f"{release}-object-store", namespace).data or {}
     key_id, secret = (base64.b64decode(data[k]).decode() for k in ("access-key-id", "secret-access-key"))
     client = boto3.session.Session(aws_access_key_id=key_id, aws_secret_access_key=secret,
-                                   region_name="us-east-1").client(
-        "s3", endpoint_url=endpoint, config=Config(retries={"max_attempts": 1, "mode": "standard"},
-                                                   s3={"addressing_style": "path"}, connect_timeout=10,
-                                                   read_timeout=60))
+                                   region_name="us-east-1").client("s3", endpoint_url=endpoint, config=client_config())
     bucket, _, prefix = spec.removeprefix("s3://").partition("/")
     return S3Store(bucket, endpoint, prefix=prefix, client=client)
 

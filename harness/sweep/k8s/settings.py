@@ -145,14 +145,16 @@ def rerank_scorer(settings: LauncherSettings) -> tuple[str, str]:
     return ("torch", "cuda" if settings.gpu.enabled else "cpu")
 
 
-def whole_cores(resources: Resources) -> int | None:
+def whole_cores(resources: Resources, *, at_limit: bool = False) -> int | None:
     """The cross-encoder's threads on a CPU node: the whole cores the pod is sure of, its CPU request (else
-    its limit), at least one; None with neither. Torch's own count is the node's cores whatever the pod's
-    share, and more threads than cores the pods have to themselves spin against each other: two pods of 2
-    threads on the 2-core single-node cluster scored 5.2 pairs/s between them (docs/cluster.md)."""
+    its limit; ``at_limit``: its limit, else its request), at least one; None with neither. Torch's own
+    count is the node's cores whatever the pod's share, and more threads than cores the pods have to
+    themselves spin against each other: two pods of 2 threads on the 2-core single-node cluster scored
+    5.2 pairs/s between them (docs/cluster.md)."""
     from kubernetes.utils import parse_quantity  # the builders' dependency, which call this
 
-    amount = resources.requests.get("cpu") or resources.limits.get("cpu")
+    first, second = (resources.limits, resources.requests) if at_limit else (resources.requests, resources.limits)
+    amount = first.get("cpu") or second.get("cpu")
     return None if amount is None else max(1, int(parse_quantity(amount)))
 
 
