@@ -45,7 +45,7 @@ RERANKER_DIR ?= $(VAR)/rerankers/synth-train
 WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-backends state synth bench bench-growth bench-catalogue bench-cold scopes ablation stage4 reranker reproduction reproduction-full baselines-check reproduction-check clean
+.PHONY: help setup test test-unit lint qmsum sweep sweep-local sweep-state sweep-backends state synth bench bench-growth bench-catalogue bench-cold scopes ablation stage4 reranker reproduction reproduction-full baselines-check reproduction-check clean
 
 include Makefile.stack
 include Makefile.k8s
@@ -117,9 +117,16 @@ ifeq ($(EXECUTOR),k8s)
 	done
 	$(MAKE) sweep-k8s ARMS=$(ARMS) SYNTH_CORPUS=$(SYNTH)
 else
-	@$(MAKE) --no-print-directory qmsum
+	@for step in "install:setup" "fetch:qmsum" "generate:synth" "state:sweep-state"; do \
+	  started=$$(date +%s); \
+	  $(MAKE) --no-print-directory $${step#*:} || exit $$?; \
+	  echo "[sweep] $${step%%:*} ready in $$(( $$(date +%s) - started ))s"; \
+	done
 	@$(MAKE) --no-print-directory sweep-local
 endif
+
+# A sub-make of `make sweep` after `make qmsum`: SWEEP_STATE names the -qmsum state only once QMSum is there.
+sweep-state: $(SWEEP_STATE)/state.json
 
 sweep-local: $(SWEEP_STATE)/state.json ## what `make sweep` runs after `make qmsum`: ARMS over the default state as the corpora are now (the -both state when ARMS has the embedding family)
 	$(RAGSWEEP) sweep run --state $(SWEEP_STATE) --arms $(ARMS) --executor local --workers $(WORKERS) --out $(VAR) $(if $(RERANKER),--reranker $(RERANKER))
@@ -136,12 +143,20 @@ sweep-backends: $(STACK_STATE)/state.json ## ARMS on the embedded backend and on
 	$(RAGSWEEP) agreement --sweep $(VAR) --sweep-id $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS)) \
 	  --versus $$($(RAGSWEEP) sweep id --state $(STACK_STATE) --arms $(ARMS) --backend stack)
 
-bench: $(STATE)/state.json ## benchmarks: synthetic generation and its regimes' ablation, index build vs raw encode, retrieval latency (both backends when the stack is up), the fusion family with legs shared vs one arm, ragsweep score beside plain pytrec_eval on a 1M-line run, then bench-growth and bench-catalogue
+# The synthetic corpus alone: make bench measures the fusion family on it and on the default (two-corpus) state.
+SYNTH_STATE := $(VAR)/states/default-$(BUDGET)-$(REGIME)-$(SEED)
+ifneq ($(CORPORA_TAG),)
+$(SYNTH_STATE)/state.json: $(SYNTH)/corpus.json $(if $(call OLD_STATE_SCHEMA,$(SYNTH_STATE)),rebuild-old-state)
+	$(RAGSWEEP) state build --corpus synthetic=$(SYNTH) --out $(SYNTH_STATE) --force
+endif
+
+bench: $(STATE)/state.json $(SYNTH_STATE)/state.json ## benchmarks: synthetic generation and its regimes' ablation, index build vs raw encode, retrieval latency (both backends when the stack is up), the fusion family (one arm alone, legs shared, its queries over 1-3 shards, unshared; synthetic and two-corpus states), ragsweep score beside plain pytrec_eval on a 1M-line run, then bench-growth and bench-catalogue
 	$(PY) benchmarks/bench_synthetic.py
 	$(PY) benchmarks/bench_synthetic_regimes.py
 	$(PY) benchmarks/bench_scorer.py
 	$(PY) benchmarks/bench_index.py --state $(STATE)
-	$(PY) benchmarks/bench_legs.py --state $(STATE) --workers $(WORKERS)
+	$(PY) benchmarks/bench_legs.py --state $(SYNTH_STATE) --workers $(WORKERS)
+	$(if $(CORPORA_TAG),$(PY) benchmarks/bench_legs.py --state $(STATE) --workers $(WORKERS))
 	$(PY) benchmarks/bench_backends.py --state $(STACK_STATE) --workers 1,2
 	$(MAKE) --no-print-directory bench-growth
 	$(MAKE) --no-print-directory bench-catalogue

@@ -41,7 +41,7 @@ elif args[:2] == ["corpus", "probe"]:
     sys.exit(5)
 elif args[:2] == ["state", "build"]:
     Path(value["--out"]).mkdir(parents=True, exist_ok=True)
-    (Path(value["--out"]) / "state.json").write_text("{{}}")
+    (Path(value["--out"]) / "state.json").write_text('{{"schema": "ragsweep.state/2"}}')  # not a state to rebuild
 """
 
 # This checkout's CLI, as the venv's entry point would run it.
@@ -84,6 +84,9 @@ def test_make_sweep_fetches_qmsum_first_and_builds_the_two_corpus_state(tmp_path
     var = tmp_path / "var"
     done = _make(tmp_path, "sweep", "QMSUM_MIRROR=/srv/qmsum-mirror")
     assert done.returncode == 0, done.stderr
+    # each step before the arms says how long it took (the arms, latency and collector: `sweep run`'s last line)
+    steps = [line.split(" ready in ")[0] for line in done.stdout.splitlines() if line.startswith("[sweep] ")]
+    assert steps == ["[sweep] install", "[sweep] fetch", "[sweep] generate", "[sweep] state"], done.stdout
     assert _calls(tmp_path) == [
         f"corpus fetch qmsum --dest {var}/corpora/qmsum --mirror /srv/qmsum-mirror --quiet",
         f"state build --corpus synthetic={var}/synthetic/budget-5-archive-7 --corpus qmsum={var}/corpora/qmsum "

@@ -156,7 +156,8 @@ def test_a_shard_task_round_trips_its_shard_and_a_bad_one_is_one_line(tmp_path: 
     doc = json.loads(task.to_json())
     for change, message in (({"shard": "4/3"}, "shard: '4/3': expected K/P"),
                             ({"job": "arm"}, "a shard task, and only a shard task, names its shard"),
-                            ({"job": "merge", "shard": None}, "a merge task needs its group's count of shards")):
+                            ({"job": "merge", "shard": None}, "a merge task needs its group's count of shards"),
+                            ({"shards": 2}, "only a merge task names one")):
         bad = {k: v for k, v in {**doc, **change}.items() if v is not None}
         with pytest.raises(InputDataError, match=message) as caught:
             Task.from_json(json.dumps(bad), "t.json")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -258,14 +259,18 @@ def run(args: argparse.Namespace) -> int:
                                  embedding_backend=settings().embedding_backend,
                                  onnx_cache=Path(settings().onnx_cache))
         report = executor.run(arms, sweep_id)
+        started = time.monotonic()
         if args.latency:
             _measure_latency(args, sweep_id, [o.arm for o in report.outcomes if o.status != "failed"], catalogue,
                              ran_any=any(o.status == "published" for o in report.outcomes))
+        latency_s, started = time.monotonic() - started, time.monotonic()
         key = collect_sweep(open_store(args.out, args.s3_endpoint), sweep_id, args.arms, args.manifest)
+        collect_s = time.monotonic() - started
         ran = [o for o in report.outcomes if o.status == "published"]
         print(f"sweep {sweep_id}: {len(ran)} run, {sum(o.status == 'skipped' for o in report.outcomes)} skipped, "
               f"{len(report.failed)} failed; wall {report.wall_seconds:.1f}s, sum of process times "
-              f"{process_seconds(ran, report.legs_seconds):.1f}s on {args.workers} workers")
+              f"{process_seconds(ran, report.legs_seconds):.1f}s on {args.workers} workers; then latency "
+              f"{latency_s:.1f}s, collect {collect_s:.1f}s")
         for outcome in report.failed:
             print(f"  failed: {outcome.arm.name}: {outcome.message}", file=sys.stderr)
         _print_comparison(args.out, key)
@@ -279,7 +284,6 @@ def _measure_latency(args: argparse.Namespace, sweep_id: str, arms: list[Arm], c
     A rerun that ran no arm keeps the sweep's latency.json when it already times every arm with the same
     design (``--latency-again`` measures anew)."""
     import logging
-    import time
 
     from harness.settings import settings
     from harness.sweep.executor import open_store

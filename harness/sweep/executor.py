@@ -179,7 +179,7 @@ class LocalExecutor:
 
     def _task(self, job: Job, arms: Sequence[Arm], sweep_id: str, *, processes: int = 1, legs: str | None = None,
               part: tuple[int, int] = (0, 1), prescore: Sequence[Arm] = (), shard: tuple[int, int] | None = None,
-              shards: int = 1) -> Task:
+              shards: int | None = None) -> Task:
         """A process's task, built as the Kubernetes Jobs' are (harness.sweep.task.build_task)."""
         rerank = job == "arm" and self.reranker is not None
         # the workers' processes score at once: each gets its share of the cores (threads spin when there

@@ -59,6 +59,8 @@ def run_merge(task: Task, services: Services) -> int:
     from harness.bench.shard import merged_outcomes, read_outcomes
     from harness.sweep.executor import measurement_identity, open_store
 
+    assert task.shards is not None  # a merge task names its count of shards (Task)
+    count = task.shards
     store = open_store(task.store, task.s3_endpoint)
     pending = [(arm, config_hash(arm, _identity(task, arm, measurement_identity))) for arm in task.arms]
     pending = [(arm, digest) for arm, digest in pending if not is_complete(store, task.sweep_id, arm, digest)]
@@ -75,13 +77,13 @@ def run_merge(task: Task, services: Services) -> int:
         def write(out: Path, arm: Arm = arm, digest: str = digest, config: Any = config,
                   started: float = time.time()) -> None:
             shards = []
-            for k in range(task.shards):
-                key = shard_key(task.sweep_id, arm, (k, task.shards))
+            for k in range(count):
+                key = shard_key(task.sweep_id, arm, (k, count))
                 shards.append(read_outcomes(store.get_text(key), f"{store.describe()}: {key}", arm.name, digest,
-                                            (k, task.shards)))
+                                            (k, count)))
             outcomes = merged_outcomes(group.context.judged, shards, arm.name)
             write_arm(group.context, config, out, outcomes, started=started,
-                      legs_info=lambda: {"group": dict(group.key), "shards": task.shards})
+                      legs_info=lambda: {"group": dict(group.key), "shards": count})
 
         try:
             _run_one(task, store, group, arm, digest, config, write=write)

@@ -60,7 +60,7 @@ class Task(BaseModel):
     # a shard task's shard of the group's judged queries, (k, W) written "K/W": query i of the sorted
     # judged queries is shard i mod W's (harness.bench.shard); a merge task's count of shards
     shard: tuple[int, int] | None = None
-    shards: int = Field(1, ge=1)
+    shards: int | None = Field(None, ge=1)
 
     @field_validator("part", "shard", mode="before")
     @classmethod
@@ -82,8 +82,9 @@ class Task(BaseModel):
             raise ValueError(f"shard {self.shard[0] + 1}/{self.shard[1]}: expected K/W with 1 <= K <= W")
         if (self.job == "shard") != (self.shard is not None):
             raise ValueError("a shard task, and only a shard task, names its shard (K/W)")
-        if self.job == "merge" and self.shards < 2:
-            raise ValueError("a merge task needs its group's count of shards (shards, at least 2)")
+        if (self.job == "merge") != (self.shards is not None):
+            raise ValueError("a merge task needs its group's count of shards (shards), and only a merge task "
+                             "names one")
         if self.job in ("legs", "scores") and not self.legs:
             raise ValueError(f"a {self.job} task needs legs (the store key of the group's legs.json)")
         if self.job == "scores" and (self.reranker is None or len(self.scores) != 1):
@@ -136,7 +137,7 @@ def build_task(job: Job, arms: tuple[Arm, ...] | list[Arm], *, state: Path | str
                rerank_backend: RerankBackend = "torch", rerank_threads: int = 0,
                rerank_cache: Path | str | None = None, legs: str | None = None, scores: tuple[str, ...] = (),
                part: tuple[int, int] = (0, 1), prescore: tuple[Arm, ...] | list[Arm] = (),
-               processes: int = 1, shard: tuple[int, int] | None = None, shards: int = 1) -> Task:
+               processes: int = 1, shard: tuple[int, int] | None = None, shards: int | None = None) -> Task:
     """The task of one process, as both executors build it: the cross-encoder's settings only where a
     ``reranker`` is given (a process that runs none is told none), ``processes`` only for a group."""
     scorer: dict[str, Any] = {}
