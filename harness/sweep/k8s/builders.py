@@ -120,7 +120,8 @@ def sweep_selector(sweep_id: str, component: str | None = None) -> str:
 
 def task_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str, *, job: Job = "arm",
              legs: str | None = None, reranker: bool | None = None, scores: Sequence[str] = (),
-             part: tuple[int, int] = (0, 1), cache: bool = True, processes: int = 1) -> list[k.V1EnvVar]:
+             part: tuple[int, int] = (0, 1), cache: bool = True, processes: int = 1,
+             shard: tuple[int, int] | None = None, shards: int | None = None) -> list[k.V1EnvVar]:
     """A Job's one task (harness.sweep.task, built as the local executor builds it) in RAGSWEEP_TASK, then the
     store's region and credentials (by reference only), the service and runtime settings. ``legs``: the store
     key of the group's legs.json (an arm's and a scores Job's to read, a legs Job's to write); ``scores``: the
@@ -140,7 +141,7 @@ def task_env(settings: LauncherSettings, arm: Arm | Sequence[Arm], sweep_id: str
                       reranker=settings.reranker_path if rerank else None, rerank_device=device,
                       rerank_backend=cast(RerankBackend, backend), rerank_threads=threads or 0,
                       rerank_cache=RERANK_CACHE if cache else None, legs=legs, scores=tuple(scores), part=part,
-                      processes=processes)
+                      processes=processes, shard=shard, shards=shards)
     env = [_env(TASK_VAR, task.to_json())]
     env += [e for e in store_env(settings) if e.name not in ("RAGSWEEP_STORE", "RAGSWEEP_S3_ENDPOINT")]
     return env + service_env(settings) + runtime_env()

@@ -49,7 +49,7 @@ from harness.sweep.executor import (
     measurement_identity,
     state_identity,
 )
-from harness.sweep.k8s.groups import build_group_job, group_units
+from harness.sweep.k8s.groups import ShardedGroup, build_group_job, group_units, sharded_groups
 from harness.sweep.k8s.plan import plan_legs, plan_scores
 from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings, rerank_scorer
 from harness.sweep.k8s.submit import RetryPolicy, call_api, create_job, delete_job
@@ -175,6 +175,23 @@ class K8sExecutor:
             for job in plan.jobs])
         return plan.scores_of
 
+    def _shards(self, sweep_id: str, sharded: list[ShardedGroup],
+                report: SweepReport) -> list[tuple[str, list[tuple[Arm, str]], str]]:
+        """Run every sharded group's shard Jobs and wait for them all; returns the merge units (job name, the
+        group's arms, "merge") of the groups whose shards all published (the others' arms are failed)."""
+        from harness.sweep.shards import shard_key
+
+        pending = [pair for group in sharded for pair in group.arms]
+        self._before(sweep_id, pending, report, "shard", [
+            (group.shard_name(sweep_id, k),
+             build_group_job(self.settings, [a for a, _ in group.arms], sweep_id, group.shard_name(sweep_id, k),
+                             job="shard", shard=(k, group.shards)),
+             tuple(a for a, _ in group.arms), shard_key(sweep_id, group.arms[-1][0], (k, group.shards)))
+            for group in sharded for k in range(group.shards)])
+        alive = {arm.name for arm, _ in pending}
+        return [(group.merge_name(sweep_id), list(group.arms), "merge")
+                for group in sharded if all(arm.name in alive for arm, _ in group.arms)]
+
     def _before(self, sweep_id: str, pending: list[tuple[Arm, str]], report: SweepReport, what: str,
                 jobs: list[tuple[str, Any, tuple[Arm, ...], str]]) -> None:
         """Submit ``jobs`` ((name, Job, the arms it serves, the store key it must write)), the ``what`` Jobs
@@ -226,24 +243,29 @@ class K8sExecutor:
                 pending.append((arm, digest))
         key = self._reranker_key([a for a, _ in pending])
         identity = legs_identity(self.state, self.settings.backend)
+        sharded, pending = sharded_groups(self.settings, pending, identity)
         groups, pending = group_units(self.settings, pending, sweep_id, identity)
+        merges = self._shards(sweep_id, sharded, report)
         legs_of = self._legs(sweep_id, pending, report, arms)
         width = max(1, self.parallelism or self.settings.parallelism)
         scores_of = self._scores(sweep_id, pending, report, legs_of, key, width)
-        total = len(pending) + sum(len(unit) for _, unit in groups)
-        self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - total} already complete, {total} to run as "
-                  f"{len(pending) + len(groups)} Jobs in {self.namespace}, at most {width} at once")
+        queue = [*merges, *[(name, unit, "arm") for name, unit in groups],
+                 *[(arm_job_name(sweep_id, a), [(a, d)], "arm") for a, d in pending]]
+        total = sum(len(unit) for _, unit, _ in queue)
+        self._say(f"sweep {sweep_id}: {len(arms)} arms, {len(arms) - total - len(report.failed)} already complete, "
+                  f"{total} to run as {len(queue)} Jobs in {self.namespace}, at most {width} at once")
         watcher = JobWatcher(self.batch, self.core, self.namespace, sweep_selector(sweep_id, "arm"),
                              self.timeout_s, container="arm", policy=self.policy)
         running: dict[str, list[_Running]] = {}
-        queue = [*groups, *[(arm_job_name(sweep_id, a), [(a, d)]) for a, d in pending]]
         done = 0
         try:
             while queue or running:
                 while queue and len(running) < width:
-                    name, unit = queue.pop(0)
+                    name, unit, kind = queue.pop(0)
                     arm = unit[0][0]
-                    job = (build_group_job(self.settings, [a for a, _ in unit], sweep_id, name) if len(unit) > 1 else
+                    job = (build_group_job(self.settings, [a for a, _ in unit], sweep_id, name, job="merge",
+                                           shards=self.settings.shards) if kind == "merge" else
+                           build_group_job(self.settings, [a for a, _ in unit], sweep_id, name) if len(unit) > 1 else
                            build_arm_job(self.settings, arm, sweep_id, reranker_key=key if arm.needs_reranker else None,
                                          legs=legs_of.get(arm.name), scores=scores_of.get(arm.name, ())))
                     how = create_job(self.batch, self.namespace, job, self.policy)
@@ -264,7 +286,7 @@ class K8sExecutor:
                     publish_failure(self.store, sweep_id, run.arm, run.digest, message)
                     report.outcomes.append(ArmOutcome(run.arm, "failed", time.monotonic() - run.started, message))
             late = "not submitted: the sweep's deadline passed first"
-            for _, unit in queue:
+            for _, unit, _ in queue:
                 for arm, digest in unit:
                     publish_failure(self.store, sweep_id, arm, digest, late)
                     report.outcomes.append(ArmOutcome(arm, "failed", 0.0, late))

@@ -127,6 +127,7 @@ class LauncherSettings(_Model):
     backend: Backend = "stack"
     parallelism: int = Field(4, ge=1)
     group_arms: bool = False  # a legs group's arms as one Job (harness.sweep.k8s.groups)
+    shards: int = Field(1, ge=1, le=64)  # >= 2: a legs group's queries over this many shard Jobs, then a merge
     arm: PodShape = PodShape()
     collector: PodShape = PodShape()
     gpu: GpuShape = GpuShape()
