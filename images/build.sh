@@ -21,7 +21,9 @@ cd "$ROOT"
 source images/versions.env
 REGISTRY=${RAGSWEEP_REGISTRY:-127.0.0.1:${RAGSWEEP_REGISTRY_PORT:-5000}}
 OUT=${RAGSWEEP_IMAGES_DIR:-$ROOT/var/images}
-WHEELS=${RAGSWEEP_WHEEL_CACHE:-$ROOT/var/cache/wheels}
+# shellcheck source=../stack/machine-cache.sh
+source stack/machine-cache.sh
+WHEELS=${RAGSWEEP_WHEEL_CACHE:-$RAGSWEEP_MACHINE_CACHE/wheels}
 TOOLS=${RAGSWEEP_K8S_BIN:-$ROOT/var/tools/bin}
 ALL="base pause coredns worker scoring gpu gpu-worker opensearch postgresql redis s3proxy"
 ONLY=$ALL

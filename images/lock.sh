@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Re-pin the Python packages of the ragsweep images: resolve .[embed,stack,k8s] and .[eval]
 # against the versions the project venv (.venv) runs, download those wheels from PyPI for
-# the venv's CPython 3.11 on x86_64 (the images' Debian 12 has the same glibc) into var/cache/wheels, and write images/locks/worker.txt and
+# the venv's CPython 3.11 on x86_64 (the images' Debian 12 has the same glibc) into the machine's wheel cache ($RAGSWEEP_MACHINE_CACHE/wheels), and write images/locks/worker.txt and
 # images/locks/eval.txt with one sha256 per wheel. The image builds install from exactly these
 # files (--no-index --require-hashes --no-deps). The CUDA wheels (nvidia-*, cuda-*, triton) stay
 # in: PyPI's torch wheel is the CUDA build, and it does not import without its CUDA libraries
@@ -12,7 +12,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 PY=${PY:-.venv/bin/python}
-WHEELS=${RAGSWEEP_WHEEL_CACHE:-$ROOT/var/cache/wheels}
+# shellcheck source=../stack/machine-cache.sh
+source "$ROOT/stack/machine-cache.sh"
+WHEELS=${RAGSWEEP_WHEEL_CACHE:-$RAGSWEEP_MACHINE_CACHE/wheels}
 [[ -x $PY ]] || { echo "lock.sh: $PY missing (make setup first)" >&2; exit 2; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$PY" -m pip freeze --exclude-editable >"$tmp/constraints.txt"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The image registry on loopback: the CNCF distribution registry (built from its Go module by
-# stack/k8s/build-tools.sh), plain HTTP on 127.0.0.1:5000 (RAGSWEEP_REGISTRY_PORT), storage
-# under var/registry. `make images` pushes there; the cluster's containerd pulls from it.
+# stack/k8s/build-tools.sh), plain HTTP on 127.0.0.1:5000 (RAGSWEEP_REGISTRY_PORT), storage in the
+# machine's cache ($RAGSWEEP_MACHINE_CACHE/registry, stack/machine-cache.sh; RAGSWEEP_REGISTRY_DIR), one
+# registry for every clone on the machine: images are tagged by their inputs' sha256, so a fresh clone
+# finds every image whose inputs it shares. `make images` pushes there; the cluster's containerd pulls from it.
 # Usage: stack/registry.sh up|down|status     (idempotent; data stays on down)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -9,7 +11,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/stack/proc.sh"
 reg_log() { printf '[registry %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 PROC_LOG=reg_log
-REG_DIR="${RAGSWEEP_REGISTRY_DIR:-$ROOT/var/registry}"
+# shellcheck source=machine-cache.sh
+source "$ROOT/stack/machine-cache.sh"
+REG_DIR="${RAGSWEEP_REGISTRY_DIR:-$RAGSWEEP_MACHINE_CACHE/registry}"
 REG_BIN="${RAGSWEEP_K8S_BIN:-$ROOT/var/tools/bin}/registry"
 REG_PORT="${RAGSWEEP_REGISTRY_PORT:-5000}"
 REG_PID="$REG_DIR/registry.pid"

@@ -16,6 +16,9 @@ log() { printf '[k8s-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 command -v go >/dev/null || { log "needs Go (the module proxy serves every source); none on PATH"; exit 2; }
 mkdir -p "$BIN" "$WORK"
 export GOFLAGS=-buildvcs=false
+# var/tools/bin is the machine's tools cache (stack/k8s/tools-cache.sh): one build at a time into it
+exec 9>"$BIN/.build.lock"
+flock -w 7200 9 || { log "another build into $BIN holds $BIN/.build.lock"; exit 2; }
 
 want() { [[ ${FORCE:-0} == 1 || ! -x $BIN/$1 ]]; }
 
