@@ -21,6 +21,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from harness.errors import UsageError
+from harness.machinecache import machine_cache
 from harness.model import EmbeddingBackend
 
 ENV_PREFIX = "RAGSWEEP_"
@@ -34,8 +35,9 @@ class Settings(BaseSettings):
     pg_dsn: str | None = None  # the stack's PostgreSQL (--store postgres; the answers of a state built so)
     pg_schema: str | None = None  # the Postgres store's schema (default: the DSN's search path)
     s3_endpoint: str | None = None
-    # -- the machine's embedding cache (harness.index.embedcache): a folder, or "none" -------------
-    embedding_cache: str = "var/cache/embeddings"
+    # -- the machine's embedding cache (harness.index.embedcache): a folder, or "none"; by default in the
+    # machine's cache outside the clone (harness.machinecache), so a fresh clone encodes nothing known --
+    embedding_cache: str = Field(default_factory=lambda: str(machine_cache() / "embeddings"))
     # -- what runs the embedding model (--embedding-backend; harness.index.onnx_backend): torch or onnx --
     embedding_backend: EmbeddingBackend = "torch"
     onnx_cache: str = "var/cache/onnx"  # where the onnx backend keeps the model's local export

@@ -47,7 +47,8 @@ STAGES: tuple[str, ...] = ("corpora", "synthetic", "store", "index", "state", "r
 # injected clock and sleep the retry tests drive), and the artefact stores (a folder or an S3 bucket:
 # the sweep's arm files and the ingest's shards).
 FOUNDATION: frozenset[str] = frozenset({"harness", "harness.model", "harness.errors", "harness.inputfiles",
-                                        "harness.outputfiles", "harness.retries", "harness.objectstore"})
+                                        "harness.outputfiles", "harness.retries", "harness.objectstore",
+                                        "harness.machinecache"})
 # The CLI: enters configuration and may import any stage; no stage imports it. harness.devicecheck is a
 # program of its own (python -m, the GPU images' build check): it too imports stages and nothing imports it.
 ENTRYPOINTS: tuple[str, ...] = ("harness.__main__", "harness.cli", "harness.commands", "harness.settings",

@@ -66,7 +66,8 @@ def test_the_embedding_cache_is_the_flag_else_the_setting_and_none_is_off(monkey
     from harness.commands.state import embedding_cache_root
 
     monkeypatch.delenv("RAGSWEEP_EMBEDDING_CACHE", raising=False)
-    assert settings().embedding_cache == "var/cache/embeddings"
+    monkeypatch.setenv("RAGSWEEP_MACHINE_CACHE", "/srv/machine")
+    assert settings().embedding_cache == "/srv/machine/embeddings"  # the machine's, outside the clone
     monkeypatch.setenv("RAGSWEEP_EMBEDDING_CACHE", "/srv/cache")
     setting = settings().embedding_cache
     assert embedding_cache_root(None, setting, in_process=True) == Path("/srv/cache")

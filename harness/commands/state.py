@@ -64,8 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_embedding_backend_flag(b, "what encodes the texts")
     b.add_argument("--embedding-cache", default=None, metavar="DIR|none",
                    help="the embedding cache shared by every state on the machine: only texts it does not "
-                        "hold are encoded (default RAGSWEEP_EMBEDDING_CACHE, else var/cache/embeddings; none: "
-                        "off). With --dispatch/--store only when given: this process encodes what the cache "
+                        "hold are encoded (default RAGSWEEP_EMBEDDING_CACHE, else the machine's: "
+                        "$RAGSWEEP_MACHINE_CACHE/embeddings, /var/cache/ragsweep/embeddings for root; none: off). "
+                        "With --dispatch/--store only when given: this process encodes what the cache "
                         "lacks and the tasks read it (DIR must be where the workers see it too)")
     b.add_argument("--max-words", type=int, default=200, help="sub-chunk size for long monologues (words)")
     b.add_argument("--force", action="store_true", help="replace an existing state")

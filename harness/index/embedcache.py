@@ -1,7 +1,7 @@
 """The embedding cache: vectors keyed by (model, sha256 of the embedding text), shared by every state.
 
 A build encodes only texts no earlier build on the machine encoded with the same model.
-Layout under the cache root (default ``var/cache/embeddings``)::
+Layout under the cache root (default ``$RAGSWEEP_MACHINE_CACHE/embeddings``, harness.machinecache)::
 
     <model folder>/            one per model key: ``{identity}-{sha256(model key)[:16]}``
         model.json             the model key: identity, dimension, the model's describe() less its spec
@@ -47,7 +47,6 @@ from harness.index.embed import Embedder, encode_pieces
 from harness.objectstore import write_atomic
 
 CACHE_SCHEMA = "ragsweep.embedcache/1"
-DEFAULT_CACHE_DIR = Path("var/cache/embeddings")
 ENCODE_PIECE = 4096
 _KEY_BYTES = 32
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
