@@ -10,7 +10,7 @@ also the two-corpus state: the largest selection plus QMSum), one after another:
 * ``cold build``: ``state build`` with a fresh, empty embedding cache (every text encoded), for
   synthetic sizes up to ``--cold-max-meetings``; seconds and the build process's peak RSS;
 * ``warm build``: the same build again from the cache the cold build filled (larger sizes: from
-  the machine's, var/cache/embeddings; built twice if the first had texts to encode), which is
+  the machine's, $RAGSWEEP_MACHINE_CACHE/embeddings; built twice if the first had texts to encode), which is
   what a rebuild costs: chunking, indexing, vectors read from the cache; seconds and peak RSS;
 * ``embedded``: the fusion family through the local executor, its control arm alone (one
   process) and the ten arms with legs shared (``--workers``), wall seconds each, and the control
@@ -262,7 +262,7 @@ def main() -> int:
             with tempfile.TemporaryDirectory(prefix="growth-cache-") as cache:
                 record["cold_build"] = _build(corpora, state, cache)
                 record["warm_build"] = _warm(corpora, state, cache)
-        else:  # the machine's cache (var/cache/embeddings)
+        else:  # the machine's cache ($RAGSWEEP_MACHINE_CACHE/embeddings)
             record["warm_build"] = _warm(corpora, state, None)
         record["documents"] = _documents(state)
         record["state"] = _identity(state)

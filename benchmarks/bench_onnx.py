@@ -2,7 +2,7 @@
 
     python benchmarks/bench_onnx.py --corpus synthetic=var/synthetic/budget-20-of-200-20260812
     python benchmarks/bench_onnx.py --corpus synthetic=var/synthetic/budget-200-20260812 \
-        --corpus qmsum=var/corpora/qmsum --texts 6000 --state-cache var/cache/embeddings
+        --corpus qmsum=var/corpora/qmsum --texts 6000 --state-cache /var/cache/ragsweep/embeddings
 
 1. Encode: the corpora's distinct header texts (what a cold state build encodes; ``--texts N``:
    N of them evenly spaced in sorted order) into a fresh embedding cache in the work folder, as a cold state build
