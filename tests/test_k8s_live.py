@@ -74,6 +74,8 @@ FAKE_DIGEST = "sha256:" + "0" * 64
 def _skip_or_fail(reason: str) -> None:
     if os.environ.get("RAGSWEEP_REQUIRE_STACK") == "1" and ("S3" in reason or "OpenSearch" in reason):
         pytest.fail(f"{reason} (RAGSWEEP_REQUIRE_STACK=1)")
+    if os.environ.get("RAGSWEEP_REQUIRE_K8S") == "1" and "not built" in reason:  # make test built them first
+        pytest.fail(f"{reason} (RAGSWEEP_REQUIRE_K8S=1)")
     pytest.skip(reason)
 
 
