@@ -12,10 +12,15 @@ from pathlib import Path
 
 
 def machine_cache() -> Path:
-    """The machine's cache folder (not made here)."""
+    """The machine's cache folder (not made here). A process with no home (a pod's non-root user that the
+    image's passwd does not list, with no HOME: every Job's) gets ``var/cache``, relative as the caches
+    were before; it never raises, since every entrypoint's settings ask for it."""
     chosen = os.environ.get("RAGSWEEP_MACHINE_CACHE")
     if chosen:
         return Path(chosen)
     if os.geteuid() == 0:
         return Path("/var/cache/ragsweep")
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ragsweep"
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "ragsweep"
+    home = os.path.expanduser("~")  # HOME, else the passwd entry; "~" unchanged when there is neither
+    return Path("var/cache") if home == "~" else Path(home) / ".cache" / "ragsweep"

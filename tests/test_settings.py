@@ -107,3 +107,22 @@ def test_a_k8s_sweep_without_a_namespace_is_a_usage_error_before_any_cluster_cal
 
     with pytest.raises(UsageError, match="needs RAGSWEEP_K8S_NAMESPACE"):
         run_from_args(argparse.Namespace(), Release())
+
+
+def test_the_machine_cache_is_roots_or_the_users_and_never_raises_without_a_home(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Job's process runs as a user its image does not list, with no HOME: its settings must still load."""
+    from harness import machinecache
+
+    for name in ("RAGSWEEP_MACHINE_CACHE", "RAGSWEEP_EMBEDDING_CACHE", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(machinecache.os, "geteuid", lambda: 0)
+    assert machinecache.machine_cache() == Path("/var/cache/ragsweep")
+    monkeypatch.setattr(machinecache.os, "geteuid", lambda: 10001)
+    monkeypatch.setattr(machinecache.os.path, "expanduser", lambda path: path)  # no passwd entry, no HOME
+    assert machinecache.machine_cache() == Path("var/cache")
+    assert settings().embedding_cache == "var/cache/embeddings"
+    monkeypatch.setattr(machinecache.os.path, "expanduser", lambda path: "/home/u")
+    assert machinecache.machine_cache() == Path("/home/u/.cache/ragsweep")
+    monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
+    assert machinecache.machine_cache() == Path("/xdg/ragsweep")
