@@ -14,7 +14,7 @@ The flow of ``run(arms, sweep_id)``:
    with two or more pending rerank arms gets scores Jobs (``jobs.scores``, one part of its queries
    each, at most ``parallelism``) unless their parts are published; its rerank arm Jobs read them
    (their task's ``scores``). A scores Job that fails fails the group's rerank arms, naming it
-   (docs/kubernetes.md, "Shared cross-encoder scores");
+   (docs/kubernetes.md, "Shared cross-encoder scores"). ``jobs.groupArms``/``jobs.shards``: harness.sweep.k8s.groups;
 4. arm Jobs are built (``builders``), submitted (``submit``) at most ``parallelism`` at a time, and
    waited for on one watch with an overall deadline (``watch``);
 5. a Job that failed, or that completed without a complete artefact set, becomes a failed
