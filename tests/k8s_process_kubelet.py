@@ -9,8 +9,8 @@ touches these pods. For each pod scheduled onto one of ``--node``:
   for the pod's own name, namespace, node and IPs; nothing of this process's environment
   leaks in but PATH, LANG and HOME;
 * volumes: every ``emptyDir`` is a folder of the pod; a container's ``mountPath`` is translated
-  to that folder in its command, args, env values and working dir (there is no mount
-  namespace), so an init container and the main container share a volume as in a pod;
+  to that folder in its command, args, env values (every string of a JSON one: a Job's task) and working
+  dir (there is no mount namespace), so an init container and the main container share a volume as in a pod;
 * the image is not pulled: ``python`` in a command is this interpreter (the image's Python
   is the project's venv), and the code is the checkout (PYTHONPATH);
 * init containers run one after another, then the containers; stdout and stderr are written
@@ -41,6 +41,7 @@ import base64
 import contextlib
 import datetime as dt
 import functools
+import json
 import os
 import re
 import resource
@@ -196,6 +197,24 @@ class PodRun:
 
     @staticmethod
     def translate(value: str, mounts: list[tuple[str, Path]]) -> str:
+        """A mount path in ``value`` as the pod's folder; a JSON object (a Job's task, RAGSWEEP_TASK) has every
+        string in it translated so."""
+        if value.startswith("{"):
+            try:
+                doc = json.loads(value)
+            except ValueError:
+                doc = None
+            if isinstance(doc, dict):
+                def walk(item: Any) -> Any:
+                    if isinstance(item, str):
+                        return PodRun.translate(item, mounts)
+                    if isinstance(item, list):
+                        return [walk(x) for x in item]
+                    if isinstance(item, dict):
+                        return {k: walk(v) for k, v in item.items()}
+                    return item
+
+                return json.dumps(walk(doc))
         for path, host in mounts:
             if value == path:
                 return str(host)
