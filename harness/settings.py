@@ -35,9 +35,14 @@ class Settings(BaseSettings):
     pg_dsn: str | None = None  # the stack's PostgreSQL (--store postgres; the answers of a state built so)
     pg_schema: str | None = None  # the Postgres store's schema (default: the DSN's search path)
     s3_endpoint: str | None = None
+    # -- the machine's cache outside every clone (harness.machinecache; RAGSWEEP_MACHINE_CACHE, else root's
+    # /var/cache/ragsweep, else $XDG_CACHE_HOME or ~/.cache) -----------------------------------------
+    machine_cache: str | None = None
+    xdg_cache_home: str | None = Field(None, validation_alias="XDG_CACHE_HOME")
     # -- the machine's embedding cache (harness.index.embedcache): a folder, or "none"; by default in the
-    # machine's cache outside the clone (harness.machinecache), so a fresh clone encodes nothing known --
-    embedding_cache: str = Field(default_factory=lambda: str(machine_cache() / "embeddings"))
+    # machine's cache, so a fresh clone encodes no text the machine has encoded ----------------------
+    embedding_cache: str = Field(default_factory=lambda data: str(
+        machine_cache(data["machine_cache"], data["xdg_cache_home"]) / "embeddings"))
     # -- what runs the embedding model (--embedding-backend; harness.index.onnx_backend): torch or onnx --
     embedding_backend: EmbeddingBackend = "torch"
     onnx_cache: str = "var/cache/onnx"  # where the onnx backend keeps the model's local export

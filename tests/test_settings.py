@@ -118,11 +118,12 @@ def test_the_machine_cache_is_roots_or_the_users_and_never_raises_without_a_home
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(machinecache.os, "geteuid", lambda: 0)
     assert machinecache.machine_cache() == Path("/var/cache/ragsweep")
+    assert machinecache.machine_cache("/srv/m") == Path("/srv/m")
     monkeypatch.setattr(machinecache.os, "geteuid", lambda: 10001)
     monkeypatch.setattr(machinecache.os.path, "expanduser", lambda path: path)  # no passwd entry, no HOME
     assert machinecache.machine_cache() == Path("var/cache")
     assert settings().embedding_cache == "var/cache/embeddings"
+    monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")  # read by the settings, passed down
+    assert settings().embedding_cache == "/xdg/ragsweep/embeddings"
     monkeypatch.setattr(machinecache.os.path, "expanduser", lambda path: "/home/u")
     assert machinecache.machine_cache() == Path("/home/u/.cache/ragsweep")
-    monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
-    assert machinecache.machine_cache() == Path("/xdg/ragsweep")
