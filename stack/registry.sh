@@ -15,6 +15,10 @@ PROC_LOG=reg_log
 source "$ROOT/stack/machine-cache.sh"
 REG_DIR="${RAGSWEEP_REGISTRY_DIR:-$RAGSWEEP_MACHINE_CACHE/registry}"
 REG_BIN="${RAGSWEEP_K8S_BIN:-$ROOT/var/tools/bin}/registry"
+# What names our registry process: its config in the machine's cache, the same for every clone (the
+# binary's path differs by clone: each one's var/tools/bin link), so one clone finds the registry another
+# clone started instead of calling it "something else".
+REG_MARK="serve $REG_DIR/config.yml"
 REG_PORT="${RAGSWEEP_REGISTRY_PORT:-5000}"
 REG_PID="$REG_DIR/registry.pid"
 REG_LOG="$REG_DIR/registry.log"
@@ -23,7 +27,7 @@ answers() { curl -sf --max-time 2 "http://127.0.0.1:$REG_PORT/v2/" >/dev/null; }
 
 case "${1:-}" in
   up)
-    if pid_running "$REG_PID" "$REG_BIN"; then answers && exit 0; fi
+    if pid_running "$REG_PID" "$REG_MARK"; then answers && exit 0; fi
     [[ -x $REG_BIN ]] || { reg_log "error: $REG_BIN missing (make k8s-apiserver-tools builds it from the Go module proxy)"; exit 2; }
     if answers; then reg_log "error: something else answers on 127.0.0.1:$REG_PORT; set RAGSWEEP_REGISTRY_PORT"; exit 2; fi
     mkdir -p "$REG_DIR/data"
@@ -43,9 +47,9 @@ EOF
     answers || { tail -n 20 "$REG_LOG" >&2; reg_log "error: the registry did not answer on 127.0.0.1:$REG_PORT within 10s (log $REG_LOG)"; exit 1; }
     reg_log "up on 127.0.0.1:$REG_PORT (data $REG_DIR/data)"
     ;;
-  down) stop_pid registry "$REG_PID" "$REG_BIN" 10 ;;
+  down) stop_pid registry "$REG_PID" "$REG_MARK" 10 ;;
   status)
-    if pid_running "$REG_PID" "$REG_BIN" && answers; then
+    if pid_running "$REG_PID" "$REG_MARK" && answers; then
       printf 'registry    up    127.0.0.1:%s  %s\n' "$REG_PORT" "$REG_DIR/data"
     else
       printf 'registry    down  127.0.0.1:%s\n' "$REG_PORT"; exit 1
