@@ -77,7 +77,7 @@ def kubectl(*args: str, check: bool = True, timeout: float = 120) -> str:
 def cluster() -> Iterator[Path]:
     """The single-node cluster, started here unless it already runs (then left running)."""
     missing = _missing()
-    if missing and os.environ.get("RAGSWEEP_REQUIRE_K8S") == "1":  # make test (stack/test.sh) built them
+    if missing and os.environ.get("RAGSWEEP_REQUIRE_K8S") == "1":  # make test-all (stack/test.sh) built them
         pytest.fail(f"no single-node cluster: missing {', '.join(missing)} (RAGSWEEP_REQUIRE_K8S=1)")
     if missing:
         pytest.skip(f"no single-node cluster: missing {', '.join(missing)}; `make test-k8s` builds and runs it")

@@ -4,6 +4,7 @@
 # etcd, kwok, the distribution registry, CoreDNS and the NetworkPolicy enforcer (kube-network-policies).
 # Only missing binaries are built (about 35 minutes cold on 2 cores; the module cache keeps
 # the sources). FORCE=1 rebuilds all. Versions: stack/k8s/versions.env.
+# --check: build nothing; name the missing binaries on stderr and exit 1 when any is missing, else exit 0.
 set -euo pipefail
 K8S_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$K8S_SRC/../.." && pwd)"
@@ -13,6 +14,13 @@ BIN="${RAGSWEEP_K8S_TOOLS:-$REPO_ROOT/var/tools}/bin"
 WORK="${RAGSWEEP_K8S_TOOLS:-$REPO_ROOT/var/tools}/src"
 
 log() { printf '[k8s-tools %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+ALL="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd kwok registry coredns kube-network-policies"
+if [[ ${1:-} == --check ]]; then
+  missing=()
+  for b in $ALL; do [[ -x $BIN/$b ]] || missing+=("$b"); done
+  ((${#missing[@]} == 0)) || { log "not built in $BIN: ${missing[*]}"; exit 1; }
+  exit 0
+fi
 command -v go >/dev/null || { log "needs Go (the module proxy serves every source); none on PATH"; exit 2; }
 mkdir -p "$BIN" "$WORK"
 export GOFLAGS=-buildvcs=false
@@ -67,7 +75,7 @@ if want kwok; then
   log "building kwok $KWOK_VERSION (go install)"
   GOBIN="$BIN" go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 fi
-for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd kwok registry coredns kube-network-policies; do
+for b in $ALL; do
   [[ -x $BIN/$b ]] || { log "$BIN/$b missing after the build"; exit 1; }
 done
 log "all in $BIN: $("$BIN/kube-apiserver" --version), etcd $("$BIN/etcd" --version | sed -n 's/^etcd Version: //p'), $("$BIN/kwok" --version | cut -d' ' -f1-3)"
