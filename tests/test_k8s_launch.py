@@ -98,3 +98,18 @@ def test_a_valid_request_becomes_one_plan(tmp_path: Path, monkeypatch: pytest.Mo
     assert plan.corpora == (("qmsum", qmsum), ("synthetic", synth))
     assert (plan.values, plan.keep, plan.backends) == ((values,), True, ("stack", "embedded"))
     assert plan.out == tmp_path / "var" and Path(plan.helm).name == "helm"
+
+
+def test_without_helm_a_valid_request_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    monkeypatch.setattr(launch, "ROOT", tmp_path)  # no var/tools/bin/helm there
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(launch, "launch", lambda *a, **k: pytest.fail("launched without helm"))
+    synth = _corpus(tmp_path, "synth")
+    argv = ["sweep", "run", "--executor", "k8s", "--corpus", f"synthetic={synth}", "--values",
+            str(synth / "corpus.json"), "--backends", "embedded", "--out", str(tmp_path / "var")]
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == "ragsweep: error: no helm (make k8s-tools builds it into var/tools/bin)\n"

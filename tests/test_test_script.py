@@ -1,6 +1,7 @@
 """stack/test.sh, the steps of `make test` and `make test-all`, run with a stand-in for make.
 
-`make test` must stay within CI's time: it builds no Kubernetes binary (about 35 minutes on 2 cores).
+`make test` must stay within CI's time: it builds helm (about 4 minutes cold) but no other Kubernetes
+binary (about 35 minutes on 2 cores).
 When the machine's tools cache lacks them, the tools step says so and the run goes on (the Kubernetes
 tests then skip, saying why); `make test-all` (RAGSWEEP_TEST_BUILD=1) builds them, and a failed build
 stops the run with its exit code.
@@ -19,6 +20,7 @@ printf '%s\\n' "$*" >> "$MAKE_LOG"
 case " $* " in
   *" k8s-tools-cached "*) exit "${CACHED_RC:-0}" ;;
   *" k8s-apiserver-tools "*) exit "${BUILD_RC:-0}" ;;
+  *" k8s-tools "*) exit "${HELM_RC:-0}" ;;
 esac
 exit 0
 """
@@ -40,7 +42,7 @@ def _run(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], 
 def test_make_test_builds_no_tool_and_goes_on_without_them(tmp_path: Path) -> None:
     proc, calls = _run(tmp_path, RAGSWEEP_TEST_STEPS="tools", CACHED_RC="1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert calls == ["--no-print-directory k8s-tools-cached"]
+    assert calls == ["--no-print-directory k8s-tools", "--no-print-directory k8s-tools-cached"]  # helm only
     assert "not in this machine's cache, and not built by make test" in proc.stdout
     assert "tools: ok" in proc.stdout
 
@@ -48,16 +50,23 @@ def test_make_test_builds_no_tool_and_goes_on_without_them(tmp_path: Path) -> No
 def test_make_test_uses_the_cached_tools(tmp_path: Path) -> None:
     proc, calls = _run(tmp_path, RAGSWEEP_TEST_STEPS="tools", CACHED_RC="0")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert calls == ["--no-print-directory k8s-tools-cached"]
+    assert calls == ["--no-print-directory k8s-tools", "--no-print-directory k8s-tools-cached"]
     assert "not in this machine's cache" not in proc.stdout
 
 
+def test_a_failed_helm_build_stops_make_test(tmp_path: Path) -> None:
+    proc, calls = _run(tmp_path, RAGSWEEP_TEST_STEPS="tools", HELM_RC="2")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert calls == ["--no-print-directory k8s-tools"]
+    assert "tools: FAILED (exit 2)" in proc.stdout
+
+
 def test_make_test_all_builds_and_stops_at_a_failed_build(tmp_path: Path) -> None:
-    proc, calls = _run(tmp_path, RAGSWEEP_TEST_STEPS="tools suite", RAGSWEEP_TEST_BUILD="1", BUILD_RC="3")
+    proc, calls = _run(tmp_path, RAGSWEEP_TEST_STEPS="tools baseline", RAGSWEEP_TEST_BUILD="1", BUILD_RC="3")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert calls == ["--no-print-directory k8s-tools k8s-apiserver-tools"]
     assert "tools: FAILED (exit 3)" in proc.stdout
-    assert "suite:" not in proc.stdout  # stopped before the next step
+    assert "baseline:" not in proc.stdout  # stopped before the next step
 
 
 def test_the_default_steps_leave_the_cluster_to_make_test_all() -> None:

@@ -124,14 +124,15 @@ def _launch(args: argparse.Namespace) -> int:
         if not v.is_file():
             raise UsageError(f"--values {v}: no such file" + (" (make images writes it)" if v.name == "values.yaml"
                                                               and v.parent.name == "images" else ""))
-    built = ROOT / "var/tools/bin/helm"
-    helm = str(built) if built.is_file() else shutil.which("helm")
-    if helm is None:
-        raise UsageError("no helm (make k8s-tools builds it into var/tools/bin)")
     backends = tuple(b for b in (args.backends or "").split(",") if b)
     bad = sorted(set(backends) - set(BACKENDS))
     if bad:
         raise UsageError(f"--backends {args.backends}: {', '.join(bad)} is not one of {', '.join(BACKENDS)}")
+    # the request's own errors first: a missing tool is not what a typo in it should be told
+    built = ROOT / "var/tools/bin/helm"
+    helm = str(built) if built.is_file() else shutil.which("helm")
+    if helm is None:
+        raise UsageError("no helm (make k8s-tools builds it into var/tools/bin)")
     plan = LaunchPlan(corpora=corpora, out=Path(args.out), values=values, helm=helm, namespace=args.namespace,
                       pipeline=args.pipeline, keep=args.keep, backends=backends, port=args.port_forward_port)
     return launch(plan, args, kube=lambda: kube_clients(_release().context))
