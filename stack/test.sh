@@ -8,7 +8,8 @@
 #               (CI: well under 30 minutes), so the test bed's tests then skip, saying why.
 #               With RAGSWEEP_TEST_BUILD=1 (make test-all) it builds what is missing (make k8s-tools
 #               k8s-apiserver-tools), once per machine.
-#   2. suite    pytest against the local stack (stack/up.sh, stopped after), the test bed's tests
+#   2. suite    pytest against the local stack (stack/up.sh, stopped after; nginx installed as root for the
+#               chart's OpenSearch proxy tests), the test bed's tests
 #               (tests/test_k8s_live.py) among them: required (RAGSWEEP_REQUIRE_K8S=1, a missing binary
 #               fails) when step 1 found or built the tools
 #   3. baseline jobs.baselines check --ci
@@ -47,6 +48,8 @@ cleanup() {  # whatever this run started is stopped, however it ends
 trap cleanup EXIT
 
 suite() {
+  # nginx: the chart's OpenSearch proxy run for real (tests/test_opensearch_proxy.py), Debian 12's as in the image
+  if [[ $(id -u) == 0 ]]; then (source stack/apt.sh && apt_ensure /usr/sbin/nginx:nginx) || return $?; fi
   stack_up=1
   bash stack/up.sh || return $?
   local rc=0
