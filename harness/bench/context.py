@@ -132,6 +132,7 @@ class ArmContext:
     pg_dsn: str = ""
     score_cache: Path | None = None  # the machine's cross-encoder score cache root (None: this process's memory only)
     _answers: dict[str, Any] | None = field(default=None, repr=False)
+    _doc_files: dict[str, str] | None = field(default=None, repr=False)
     _rerankers: dict[Path, ScoreCache] = field(default_factory=dict, repr=False)
 
     def check(self, config: BenchConfig) -> None:
@@ -158,7 +159,10 @@ class ArmContext:
         return self._rerankers[path]
 
     def doc_files(self) -> dict[str, str]:
-        return {d["id"]: d["file_uuid"] for d in self.state.index.docs}
+        """Each document's file: built once per context (every arm of a group reads it; read-only)."""
+        if self._doc_files is None:
+            self._doc_files = {d["id"]: d["file_uuid"] for d in self.state.index.docs}
+        return self._doc_files
 
     def texts(self) -> dict[str, str]:
         return {d["id"]: d["content"] for d in self.state.index.docs}

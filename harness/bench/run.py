@@ -22,8 +22,7 @@ from harness.bench.stages import QueryOutcome, QueryRun
 from harness.index.embed import Embedder
 from harness.metrics.engine import evaluate
 from harness.metrics.files import file_measures
-from harness.metrics.normalise import normalise_run
-from harness.model import Run
+from harness.metrics.normalise import normalise_ranked
 from harness.report.arm import arm_files
 from harness.report.files import write_files
 from harness.report.results import Claim, build_metrics
@@ -105,8 +104,7 @@ def write_arm(context: ArmContext, config: BenchConfig, out: Path, outcomes: dic
     the per-query outcomes, however many processes answered them (harness.bench.shard)."""
     stage, state, judged, opened = config.bench_stage, context.state, context.judged, context.opened
     paired = config.time_also
-    run = Run(ranked={qid: tuple(h.ranked() for h in o.hits) for qid, o in outcomes.items()})
-    normalised = normalise_run(run, stage.normalisation)
+    normalised = normalise_ranked({qid: o.hits for qid, o in outcomes.items()}, stage.normalisation)
     judgements = context.judgements
     evaluation = evaluate(judgements.qrels, normalised)
     doc_files = context.doc_files()

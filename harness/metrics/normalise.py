@@ -14,7 +14,8 @@ itself and replaces scores with strictly decreasing position-derived values:
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Literal, Protocol
 
 from harness.model import RankedDoc, Run
 
@@ -22,11 +23,26 @@ Stage = Literal["retrieve", "rerank", "route"]
 ORDER_PRESERVING: frozenset[str] = frozenset({"rerank", "route"})
 
 
-def tie_key(doc: RankedDoc) -> tuple[float, str, str, int]:
+class Ranked(Protocol):
+    """What the tie rule and the positions read: a RankedDoc, or a retriever's Hit."""
+
+    @property
+    def doc_id(self) -> str: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def doc_type(self) -> str: ...
+    @property
+    def file_uuid(self) -> str: ...
+    @property
+    def chunk_index(self) -> int: ...
+
+
+def tie_key(doc: Ranked) -> tuple[float, str, str, int]:
     return (-doc.score, doc.doc_type, doc.file_uuid, doc.chunk_index)
 
 
-def positional(docs: list[RankedDoc]) -> tuple[RankedDoc, ...]:
+def positional(docs: Sequence[Ranked]) -> tuple[RankedDoc, ...]:
     n = len(docs)
     # a new RankedDoc rather than model_copy(update=...): pydantic-core builds it faster than it copies one
     return tuple(RankedDoc(doc_id=d.doc_id, score=float(n - i), doc_type=d.doc_type, file_uuid=d.file_uuid,
@@ -36,11 +52,17 @@ def positional(docs: list[RankedDoc]) -> tuple[RankedDoc, ...]:
 
 def normalise_run(run: Run, stage: Stage = "retrieve") -> Run:
     """A new run whose scores are positions (n, n-1, ..., 1), one rule per stage."""
-    ranked: dict[str, tuple[RankedDoc, ...]] = {}
-    for qid, docs in run.ranked.items():
+    return normalise_ranked(run.ranked, stage)
+
+
+def normalise_ranked(ranked: Mapping[str, Sequence[Ranked]], stage: Stage = "retrieve") -> Run:
+    """:func:`normalise_run` over ranked lists of anything :class:`Ranked` (a retriever's hits): each entry
+    becomes a RankedDoc once, at its position, instead of once as it came and again positioned."""
+    out: dict[str, tuple[RankedDoc, ...]] = {}
+    for qid, docs in ranked.items():
         ordered = list(docs) if stage in ORDER_PRESERVING else sorted(docs, key=tie_key)
-        ranked[qid] = positional(ordered)
-    return Run(ranked=ranked)
+        out[qid] = positional(ordered)
+    return Run(ranked=out)
 
 
 def to_trec_dict(run: Run) -> dict[str, dict[str, float]]:

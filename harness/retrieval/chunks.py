@@ -19,7 +19,9 @@ import numpy as np
 from harness.index.backend import LegHit, SearchBackend
 from harness.index.documents import EmbeddingTextMode
 from harness.model import DocType, RankedDoc
-from harness.retrieval.fusion import FusionConfig, fuse
+from harness.retrieval.fusion import FusionConfig
+from harness.retrieval.fusion.base import ScoredLeg, check_leg
+from harness.retrieval.fusion.fuse import fuse_checked
 from harness.retrieval.legs import LegCache, Legs, leg_request
 from harness.retrieval.window import fusion_window
 
@@ -84,13 +86,27 @@ class HybridRetriever:
 
     def retrieve(self, text: str, vector: np.ndarray, size: int, *, doc_type: str = "chunk",
                  file_uuids: Sequence[str] | None = None, speaker: str | None = None) -> list[Hit]:
-        bm25, knn = self.legs(text, vector, fusion_window(size), doc_type=doc_type, file_uuids=file_uuids,
-                              speaker=speaker)
+        depth = fusion_window(size)
+        bm25, knn = self.legs(text, vector, depth, doc_type=doc_type, file_uuids=file_uuids, speaker=speaker)
+        if self.cache is None:
+            legs, ids = self._fusion_legs(bm25, knn)
+        else:  # the same legs for every arm of the group: checked and keyed once, kept beside them
+            request = leg_request(text, depth, self.embedding_text, doc_type=doc_type, file_uuids=file_uuids,
+                                  speaker=speaker)
+            known = self.cache.derived.get(request)
+            if known is None:
+                known = self.cache.derived.setdefault(request, self._fusion_legs(bm25, knn))
+            legs, ids = known
+        fused = fuse_checked(self.fusion, legs)
+        return [self._hit(ids[key], float(score)) for key, score in fused[:size]]
+
+    def _fusion_legs(self, bm25: Sequence[LegHit], knn: Sequence[LegHit]
+                     ) -> tuple[tuple[ScoredLeg, ScoredLeg], dict[str, str]]:
+        """The two legs as fusion takes them, checked (float32 scores), and each fusion id's doc id."""
         # fusion breaks equal fused scores by id: ids of the form "file_uuid<TAB>chunk_index" make
         # that the measurement's own tie order, so the cut at `size` agrees with how ties are scored
         fusion_id = self._fusion_id
         bm25_leg = [(fusion_id(h.doc_id), h.score) for h in bm25]
         knn_leg = [(fusion_id(h.doc_id), h.score) for h in knn]
         ids = {key: h.doc_id for (key, _), h in zip([*bm25_leg, *knn_leg], [*bm25, *knn], strict=True)}
-        fused = fuse(self.fusion, bm25_leg, knn_leg)
-        return [self._hit(ids[key], float(score)) for key, score in fused[:size]]
+        return (check_leg(bm25_leg, "bm25"), check_leg(knn_leg, "vector")), ids

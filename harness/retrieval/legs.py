@@ -83,6 +83,9 @@ class LegCache:
     _legs: dict[LegRequest, Legs] = field(default_factory=dict, repr=False)
     _deepest: dict[tuple[Any, ...], LegRequest] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # what a reader derives from a request's legs alone, kept beside them so every arm of the group derives
+    # it once (harness.retrieval.chunks: the legs checked and keyed for fusion)
+    derived: dict[LegRequest, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.published is not None:

@@ -27,6 +27,7 @@ from harness.retrieval.fusion.base import (
     Fused,
     Leg,
     Normalizer,
+    ScoredLeg,
     check_leg,
     f32,
     fused_order,
@@ -62,7 +63,12 @@ def fuse(config: FusionConfig, bm25_leg: Leg, vector_leg: Leg) -> Fused:
     Each leg is ``[(doc_id, raw_score), ...]`` best first, as the backend returned it.
     Scores come back as Python floats holding the engine's float32 values exactly.
     """
-    legs = (check_leg(bm25_leg, "bm25"), check_leg(vector_leg, "vector"))
+    return fuse_checked(config, (check_leg(bm25_leg, "bm25"), check_leg(vector_leg, "vector")))
+
+
+def fuse_checked(config: FusionConfig, legs: tuple[ScoredLeg, ScoredLeg]) -> Fused:
+    """:func:`fuse` over legs :func:`check_leg` already returned (a group's arms fuse the same legs: each
+    checked once, harness.retrieval.chunks)."""
     normalize, combine = FUSION_METHODS[config.method](config)
     per_doc: dict[str, list[np.float32]] = {}
     for index, leg in enumerate(legs):
