@@ -62,7 +62,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## create .venv and install ragsweep with its eval, embed, onnx and dev extras
 
-test: $(STAMP) ## the tests (stack/test.sh): the suite against the local stack, the CI baseline; the Kubernetes test bed's tests when the machine's tools cache has the binaries (make test builds none)
+test: $(STAMP) ## the tests (stack/test.sh): the suite against the local stack, the CI baseline; the Kubernetes test bed's tests when the machine's tools cache has the binaries (make test builds only helm)
 	PY=$(PY) MAKE="$(MAKE)" bash stack/test.sh
 
 test-all: $(STAMP) ## make test, building the Kubernetes binaries when missing (about 35 min, once per machine), then the single-node cluster's tests in containers (images, k8s-up; root)
