@@ -63,9 +63,14 @@ def test_the_key_sees_names_file_names_and_bytes(tmp_path: Path) -> None:
 def test_the_cli_refuses_before_any_namespace_is_made(extra: list[str], complaint: str, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
     made: list[object] = []
     monkeypatch.setattr(launch, "launch", lambda *a, **k: made.append(a) or 0)
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: made.append(a))  # no ci-namespace.sh, no helm
+    # no helm anywhere, whatever this machine has built: the request's own error must still be the one told
+    monkeypatch.setattr(launch, "ROOT", tmp_path)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     synth = _corpus(tmp_path, "synth")
     values = [] if "--values" in extra else ["--values", str(synth / "corpus.json")]  # any file: not reached
     argv = ["sweep", "run", "--corpus", f"synthetic={synth}", "--out", str(tmp_path / "var"), *values,
