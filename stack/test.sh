@@ -13,12 +13,16 @@
 #               (tests/test_k8s_live.py) among them: required (RAGSWEEP_REQUIRE_K8S=1, a missing binary
 #               fails) when step 1 found or built the tools
 #   3. baseline jobs.baselines check --ci
-#   4. cluster  (make test-all only) make images, make k8s-up, every test of tests/test_k8s_cluster.py,
-#               then make k8s-down unless the cluster was already up. Needs root (containerd, runc,
-#               iptables). About 14 minutes for the images on a machine that never built them, then
-#               about 30 minutes of tests on 2 cores.
+#   4. cluster  the single-node cluster's tests in containers (tests/test_k8s_cluster.py): make images (builds
+#               only what changed; about 6-14 minutes once per machine), make k8s-up, the tests, then make
+#               k8s-down unless the cluster was already up. Needs root (containerd, runc, iptables) and the
+#               node's binaries (step 1). make test runs the smoke scope (the tests marked cluster_smoke: the
+#               chart installed and a corpus injected, every pod from a pinned digest, the release's OpenSearch
+#               password, a two-arm sweep and its collector as Jobs) when the machine's cache has the
+#               binaries, else it says why not and goes on; make test-all runs every test
+#               (RAGSWEEP_CLUSTER_SCOPE=all, about 30 minutes on 2 cores).
 #
-# RAGSWEEP_TEST_STEPS: the steps to run (default "tools suite baseline"; make test-all adds "cluster").
+# RAGSWEEP_TEST_STEPS: the steps to run (default "tools suite baseline cluster").
 # Each step prints its time; the last line is the whole run's. Exit: the first failing step's code.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,6 +30,8 @@ cd "$ROOT"
 PY=${PY:-.venv/bin/python}
 MAKE_CMD=${MAKE:-make}
 BUILD=${RAGSWEEP_TEST_BUILD:-0}
+SCOPE=${RAGSWEEP_CLUSTER_SCOPE:-smoke}
+[[ $SCOPE == smoke || $SCOPE == all ]] || { echo "test: RAGSWEEP_CLUSTER_SCOPE must be smoke or all, not '$SCOPE'" >&2; exit 2; }
 k8s_ready=0
 started=$SECONDS
 
@@ -74,19 +80,26 @@ tools() {
 }
 
 cluster() {
+  local select=()
+  [[ $SCOPE == smoke ]] && select=(-m cluster_smoke)
   "$MAKE_CMD" --no-print-directory images || return $?
-  bash stack/k8s/cluster.sh status >/dev/null 2>&1 || cluster_ours=1
+  "$MAKE_CMD" --no-print-directory k8s-status >/dev/null 2>&1 || cluster_ours=1
   "$MAKE_CMD" --no-print-directory k8s-up || return $?
-  RAGSWEEP_K8S_CLUSTER=1 RAGSWEEP_REQUIRE_K8S=1 "$PY" -m pytest -q -rP -p no:cacheprovider --durations=0 tests/test_k8s_cluster.py
+  RAGSWEEP_K8S_CLUSTER=1 RAGSWEEP_REQUIRE_K8S=1 "$PY" -m pytest -q -rP -p no:cacheprovider --durations=0 \
+    "${select[@]}" tests/test_k8s_cluster.py
 }
 
-STEPS=" ${RAGSWEEP_TEST_STEPS:-tools suite baseline} "
+STEPS=" ${RAGSWEEP_TEST_STEPS:-tools suite baseline cluster} "
 [[ $STEPS == *" tools "* ]] && step tools tools
 [[ $STEPS == *" suite "* ]] && step suite suite
 [[ $STEPS == *" baseline "* ]] && step baseline "$PY" -m jobs.baselines check --ci
-if [[ $STEPS == *" cluster "* && $(id -u) != 0 ]]; then
-  say "cluster: not run: the single-node cluster needs root (containerd, runc, iptables); run it as root"
-elif [[ $STEPS == *" cluster "* ]]; then
-  step cluster cluster
+if [[ $STEPS == *" cluster "* ]]; then
+  if [[ $(id -u) != 0 ]]; then
+    say "cluster: not run: the single-node cluster needs root (containerd, runc, iptables); run it as root"
+  elif ((k8s_ready == 0 && BUILD == 0)) && ! "$MAKE_CMD" --no-print-directory k8s-tools-cached >/dev/null 2>&1; then
+    say "cluster: not run: the node's binaries are not in this machine's cache (make test-all builds them, once per machine)"
+  else
+    step cluster cluster
+  fi
 fi
 say "total $((SECONDS - started))s"

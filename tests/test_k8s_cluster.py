@@ -13,8 +13,9 @@ object store's pod is deleted while arms publish, and an arm's image digest does
 The chart's NetworkPolicies are enforced on the node (kube-network-policies): a probe pod labelled
 as a component the policies do not admit times out, and with enforcement off the same probe connects.
 
-`make test-k8s` runs this file (RAGSWEEP_K8S_CLUSTER=1). Everywhere else it skips with one line:
-what is missing (the node's binaries, the images), or that `make test-k8s` runs it.
+`make test-k8s` and `make test-all` run this file (RAGSWEEP_K8S_CLUSTER=1); `make test` runs the tests
+marked cluster_smoke when the machine's tools cache has the node's binaries (stack/test.sh). Everywhere
+else it skips with one line: what is missing (the node's binaries, the images), or that `make test-k8s` runs it.
 """
 
 from __future__ import annotations
@@ -209,6 +210,7 @@ def executor(release: Release, tmp: Path, **changes: Any) -> Any:
     return K8sExecutor(settings, release.namespace, release.batch, release.core, store, state, timeout_s=1800)
 
 
+@pytest.mark.cluster_smoke  # make test runs these when the machine has the node's binaries
 def test_every_pod_runs_in_a_container_from_a_pinned_digest(release: Release) -> None:
     pods = json.loads(kubectl("-n", release.namespace, "get", "pods", "-o", "json"))["items"]
     services = {p["metadata"]["labels"].get("app.kubernetes.io/component") for p in pods
@@ -625,6 +627,7 @@ def _run_pod(release: Release, component: str, command: list[str], env: list[Any
     return _run_once(release, name, pod)
 
 
+@pytest.mark.cluster_smoke  # make test runs these when the machine has the node's binaries
 def test_opensearch_answers_an_arm_pod_only_with_the_releases_password(release: Release) -> None:
     """An arm pod reaches OpenSearch through the pod's nginx only: over TLS (the release's CA), and with the
     password of the release's Secret; without it, or with a wrong one, nginx answers 401 before OpenSearch
@@ -646,6 +649,7 @@ def test_opensearch_answers_an_arm_pod_only_with_the_releases_password(release: 
     assert seen["port_9201"] != "connected", seen
 
 
+@pytest.mark.cluster_smoke  # make test runs these when the machine has the node's binaries
 def test_the_collector_runs_as_its_own_account_which_may_not_call_the_api(release: Release, tmp_path: Path) -> None:
     """A sweep's collector Job runs as <release>-collector, not as the arms' account; that account, like the
     arms', is refused every API call the launcher's account may make (the contrast: the launcher's yes)."""

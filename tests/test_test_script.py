@@ -1,10 +1,11 @@
 """stack/test.sh, the steps of `make test` and `make test-all`, run with a stand-in for make.
 
 `make test` must stay within CI's time: it builds helm (about 4 minutes cold) but no other Kubernetes
-binary (about 35 minutes on 2 cores).
+binary (10-35 minutes on 2 cores).
 When the machine's tools cache lacks them, the tools step says so and the run goes on (the Kubernetes
 tests then skip, saying why); `make test-all` (RAGSWEEP_TEST_BUILD=1) builds them, and a failed build
-stops the run with its exit code.
+stops the run with its exit code. With the binaries, `make test` runs the single-node cluster's smoke
+scope (as root) and `make test-all` every cluster test.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,8 +24,14 @@ case " $* " in
   *" k8s-tools-cached "*) exit "${CACHED_RC:-0}" ;;
   *" k8s-apiserver-tools "*) exit "${BUILD_RC:-0}" ;;
   *" k8s-tools "*) exit "${HELM_RC:-0}" ;;
+  *" k8s-status "*) exit "${STATUS_RC:-1}" ;;
 esac
 exit 0
+"""
+
+FAKE_PY = """#!/usr/bin/env bash
+printf '%s\\n' "$*" >> "$PY_LOG"
+exit "${PY_RC:-0}"
 """
 
 
@@ -30,9 +39,13 @@ def _run(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], 
     make = tmp_path / "make"
     make.write_text(FAKE_MAKE)
     make.chmod(0o755)
+    py = tmp_path / "python"
+    py.write_text(FAKE_PY)
+    py.chmod(0o755)
     log = tmp_path / "make.log"
     log.write_text("")
-    full = {**os.environ, "MAKE": str(make), "MAKE_LOG": str(log), "PY": "/bin/false", **env}
+    full = {**os.environ, "MAKE": str(make), "MAKE_LOG": str(log), "PY": str(py), "PY_LOG": str(tmp_path / "py.log"),
+            **env}
     proc = subprocess.run(
         ["bash", str(ROOT / "stack" / "test.sh")], env=full, capture_output=True, text=True, timeout=60
     )
@@ -69,8 +82,50 @@ def test_make_test_all_builds_and_stops_at_a_failed_build(tmp_path: Path) -> Non
     assert "baseline:" not in proc.stdout  # stopped before the next step
 
 
-def test_the_default_steps_leave_the_cluster_to_make_test_all() -> None:
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the cluster step runs only as root (CI runs as root)")
+
+
+@ROOT_ONLY
+def test_make_test_runs_the_cluster_smoke_scope_with_the_cached_tools(tmp_path: Path) -> None:
+    proc, calls = _run(tmp_path, RAGSWEEP_TEST_STEPS="tools cluster", CACHED_RC="0")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert calls == ["--no-print-directory k8s-tools", "--no-print-directory k8s-tools-cached",
+                     "--no-print-directory images", "--no-print-directory k8s-status", "--no-print-directory k8s-up",
+                     "--no-print-directory k8s-down"]  # down: the cluster was not up before the step
+    (pytest_args,) = (tmp_path / "py.log").read_text().splitlines()
+    assert "-m cluster_smoke tests/test_k8s_cluster.py" in pytest_args
+    assert "cluster: ok" in proc.stdout
+
+
+@ROOT_ONLY
+def test_make_test_without_the_tools_says_why_the_cluster_is_not_run(tmp_path: Path) -> None:
+    proc, calls = _run(tmp_path, RAGSWEEP_TEST_STEPS="tools cluster", CACHED_RC="1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "--no-print-directory images" not in calls and "--no-print-directory k8s-up" not in calls
+    assert "cluster: not run: the node's binaries are not in this machine's cache" in proc.stdout
+    assert not (tmp_path / "py.log").exists()
+
+
+@ROOT_ONLY
+def test_make_test_all_runs_every_cluster_test_and_leaves_a_running_cluster_up(tmp_path: Path) -> None:
+    proc, calls = _run(tmp_path, RAGSWEEP_TEST_STEPS="tools cluster", RAGSWEEP_TEST_BUILD="1",
+                       RAGSWEEP_CLUSTER_SCOPE="all", STATUS_RC="0", PY_RC="1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the tests' failure is the run's
+    assert "--no-print-directory k8s-down" not in calls
+    (pytest_args,) = (tmp_path / "py.log").read_text().splitlines()
+    assert "cluster_smoke" not in pytest_args and pytest_args.endswith("tests/test_k8s_cluster.py")
+    assert "cluster: FAILED (exit 1)" in proc.stdout
+
+
+def test_an_unknown_cluster_scope_is_refused(tmp_path: Path) -> None:
+    proc, calls = _run(tmp_path, RAGSWEEP_CLUSTER_SCOPE="most")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "test: RAGSWEEP_CLUSTER_SCOPE must be smoke or all, not 'most'"
+    assert calls == []
+
+
+def test_make_test_and_make_test_all_differ_in_building_and_in_the_cluster_scope_only() -> None:
     text = (ROOT / "stack" / "test.sh").read_text()
-    assert 'RAGSWEEP_TEST_STEPS:-tools suite baseline}' in text
+    assert 'RAGSWEEP_TEST_STEPS:-tools suite baseline cluster}' in text
     makefile = (ROOT / "Makefile").read_text()
-    assert 'RAGSWEEP_TEST_STEPS="tools suite baseline cluster"' in makefile
+    assert 'RAGSWEEP_TEST_BUILD=1 RAGSWEEP_CLUSTER_SCOPE=all bash stack/test.sh' in makefile

@@ -31,6 +31,8 @@ export RAGSWEEP_K8S_SCHEDULER_PORT="${RAGSWEEP_CLUSTER_SCHEDULER_PORT:-11359}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=../apt.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../apt.sh"
+# shellcheck source=../machine-cache.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../machine-cache.sh"
 
 NODE_NAME=${RAGSWEEP_CLUSTER_NODE:-ragsweep-node-0}
 POD_CIDR=10.244.0.0/24
@@ -45,6 +47,9 @@ NETWORK_POLICY=${RAGSWEEP_CLUSTER_NETWORK_POLICY:-on}
 NETPOL_QUEUE=${RAGSWEEP_CLUSTER_NETPOL_QUEUE:-100}
 NETPOL_METRICS_PORT=${RAGSWEEP_CLUSTER_NETPOL_METRICS_PORT:-9080}
 NETPOL_CHAIN=RAGSWEEP-NETPOL
+# The embedding cache's volume: the machine's own cache (harness.machinecache, docs/embedding-cache.md),
+# so every clone's cluster, and every local build of the same model and encoder, encodes a text once.
+EMBEDDINGS=${RAGSWEEP_CLUSTER_EMBEDDINGS:-$RAGSWEEP_MACHINE_CACHE/embeddings}
 
 k8s_defaults
 K8S_TIMEOUT=$NODE_TIMEOUT
@@ -332,9 +337,9 @@ addons() {
   mkdir -p "$K8S_DIR/volumes"
   local i
   for i in $(seq -w 0 9); do mkdir -p "$K8S_DIR/volumes/pv-$i"; done
-  mkdir -p "$K8S_DIR/volumes/embedding-cache"
+  mkdir -p "$EMBEDDINGS"
   sed -e "s|\${IMAGE_COREDNS}|$IMAGE_COREDNS|" -e "s|\${CLUSTER_DNS}|$CLUSTER_DNS|" \
-    -e "s|\${NODE_NAME}|$NODE_NAME|g" -e "s|\${VOLUMES}|$K8S_DIR/volumes|g" \
+    -e "s|\${NODE_NAME}|$NODE_NAME|g" -e "s|\${VOLUMES}|$K8S_DIR/volumes|g" -e "s|\${EMBEDDINGS}|$EMBEDDINGS|g" \
     "$K8S_SRC/cluster-addons.yaml" | "${KUBECTL[@]}" apply -f - >"$K8S_LOGS/addons.log" 2>&1 \
     || die_component addons "$K8S_LOGS/addons.log" "kubectl apply of stack/k8s/cluster-addons.yaml failed"
 }
