@@ -110,14 +110,14 @@ endif
 # EXECUTOR=k8s needs only the corpora (QMSum fetched first, as for the local one): the release's injector
 # builds the two-corpus state in the cluster. The local executor fetches QMSum first, then a second make picks the state: STATE is read when a make starts,
 # so only a make started after the fetch sees whether QMSum is there (a -qmsum state or not).
-sweep: $(if $(filter k8s,$(EXECUTOR)),$(SYNTH)/corpus.json) ## run the ARMS family (fusion|budget|pool|diversity|embedding|all) over the default state and collect; local: fetches QMSum first (EXECUTOR=k8s: see docs/kubernetes.md)
+sweep: $(if $(filter k8s,$(EXECUTOR)),$(SYNTH)/corpus.json) ## run the ARMS family (fusion|budget|pool|diversity|embedding|all) over the default state and collect; local: fetches QMSum first (EXECUTOR=k8s: the same arms as Jobs on the single-node cluster, on the embedded backend as locally unless BACKENDS="stack" or "stack embedded"; docs/kubernetes.md)
 ifeq ($(EXECUTOR),k8s)
 	@for step in "corpora:qmsum" "tools:k8s-apiserver-tools k8s-tools" "images:images" "cluster:k8s-up"; do \
 	  started=$$(date +%s); echo "[sweep k8s] $${step%%:*}: make $${step#*:}"; \
 	  $(MAKE) --no-print-directory $${step#*:} || exit $$?; \
 	  echo "[sweep k8s] $${step%%:*} ready in $$(( $$(date +%s) - started ))s"; \
 	done
-	$(MAKE) sweep-k8s ARMS=$(ARMS) SYNTH_CORPUS=$(SYNTH)
+	$(MAKE) sweep-k8s ARMS=$(ARMS) SYNTH_CORPUS=$(SYNTH) BACKENDS="$(or $(BACKENDS),embedded)"
 else
 	@for step in "install:setup" "fetch:qmsum" "generate:synth" "state:sweep-state"; do \
 	  started=$$(date +%s); \

@@ -126,6 +126,11 @@ def test_make_sweep_k8s_fetches_qmsum_first_and_uploads_both_corpora(tmp_path: P
     assert fetch < out.index("RAGSWEEP_K8S_BIN") < out.index("stack/k8s/sweep.sh")  # before the tools
     # a dry run fetches nothing, so this make sees no QMSum yet: the synthetic corpus alone
     assert f'stack/k8s/sweep.sh "synthetic={var}/synthetic/budget-5-archive-7" fusion' in out
+    # the backend `make sweep` measures locally, unless BACKENDS says otherwise
+    assert out.count('BACKENDS="embedded" \\\n  bash stack/k8s/sweep.sh') == 1
+    done = _make(tmp_path, "sweep", "EXECUTOR=k8s", "BACKENDS=stack embedded", dry_run=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count('BACKENDS="stack embedded" \\\n  bash stack/k8s/sweep.sh') == 1
     (var / "corpora" / "qmsum").mkdir(parents=True)
     (var / "corpora" / "qmsum" / "LICENSE").write_text("MIT")
     done = _make(tmp_path, "sweep-k8s", f"SYNTH_CORPUS={var}/synthetic/budget-5-archive-7", dry_run=True)
