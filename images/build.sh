@@ -70,6 +70,20 @@ remote_digest() {
     "http://$REGISTRY/v2/ragsweep/$1/manifests/$2" 2>/dev/null | tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p' || true
 }
 ref() { printf '%s/ragsweep/%s@%s' "$REGISTRY" "$1" "${DIGEST[$1]}"; }
+# Every package list is also kept beside the registry's storage (the machine's, stack/registry.sh), under
+# the image's digest: a fresh clone whose inputs give a tag the registry holds takes the list from there
+# and builds nothing, instead of rebuilding the image only to write the list again.
+SBOMS=${RAGSWEEP_REGISTRY_DIR:-$RAGSWEEP_MACHINE_CACHE/registry}/sbom
+# has_sbom NAME: this checkout has the package list of the image at DIGEST[NAME] (copied from SBOMS if kept)
+has_sbom() {
+  local file="$OUT/sbom/$1.txt" kept="$SBOMS/$1-${DIGEST[$1]#sha256:}.txt"
+  [[ -f $file ]] && grep -q "${DIGEST[$1]}" "$file" && return 0
+  [[ -f $kept ]] && grep -q "${DIGEST[$1]}" "$kept" && cp "$kept" "$file"
+}
+keep_sbom() {  # keep_sbom NAME: the checkout's list of DIGEST[NAME], kept under its digest
+  mkdir -p "$SBOMS"
+  cp "$OUT/sbom/$1.txt" "$SBOMS/.$1.tmp" && mv "$SBOMS/.$1.tmp" "$SBOMS/$1-${DIGEST[$1]#sha256:}.txt"
+}
 push() {  # push LOCAL NAME TAG -> DIGEST[NAME]
   local digestfile
   digestfile=$(mktemp)
@@ -118,7 +132,7 @@ build_image() {
   hash=$(inputs_hash "$ctx" "target=$target" "base=${DIGEST[base]:-}")
   tag="in-${hash:0:20}"
   DIGEST[$name]=$(remote_digest "$name" "$tag")
-  if [[ -n ${DIGEST[$name]} && -f $OUT/sbom/$name.txt ]] && grep -q "${DIGEST[$name]}" "$OUT/sbom/$name.txt"; then
+  if [[ -n ${DIGEST[$name]} ]] && has_sbom "$name"; then
     log "$name: unchanged ($tag, ${DIGEST[$name]:0:19}...)"
     return 0
   fi
@@ -133,6 +147,7 @@ build_image() {
     || { tail -n 30 "$OUT/$name.build.log" >&2; die 1 "$name: build failed (log $OUT/$name.build.log)"; }
   push "$local_ref" "$name" "$tag"
   sbom "$name" "$local_ref" "$tag"
+  keep_sbom "$name"
   log "$name: built and pushed in $((SECONDS - started))s: $(ref "$name")"
 }
 fresh_ctx() { rm -rf "$OUT/ctx/$1"; mkdir -p "$OUT/ctx/$1"; }
