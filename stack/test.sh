@@ -4,7 +4,7 @@
 #   1. tools    helm (make k8s-tools, built when missing: about 4 minutes cold) for the chart's tests; the
 #               Kubernetes test bed's and node's binaries only from the machine's tools cache (make
 #               k8s-tools-cached: var/tools/bin linked there, nothing built). When they are not there it says
-#               so and goes on: building them takes about 35 minutes on 2 cores, more than make test's time
+#               so and goes on: building them takes 10-35 minutes on 2 cores, more than make test's time
 #               (CI: well under 30 minutes), so the test bed's tests then skip, saying why.
 #               With RAGSWEEP_TEST_BUILD=1 (make test-all) it builds what is missing (make k8s-tools
 #               k8s-apiserver-tools), once per machine.
@@ -72,7 +72,7 @@ tools() {
     "$MAKE_CMD" --no-print-directory k8s-tools || return $?  # helm: the chart's tests (about 4 min cold)
   fi
   if ! "$MAKE_CMD" --no-print-directory k8s-tools-cached; then
-    say "tools: not in this machine's cache, and not built by make test (about 35 minutes on 2 cores):" \
+    say "tools: not in this machine's cache, and not built by make test (10-35 minutes on 2 cores):" \
       "the Kubernetes tests skip; make test-all (or make k8s-apiserver-tools k8s-tools, once per machine) builds them"
     return 0
   fi
