@@ -338,6 +338,15 @@ addons() {
   local i
   for i in $(seq -w 0 9); do mkdir -p "$K8S_DIR/volumes/pv-$i"; done
   mkdir -p "$EMBEDDINGS"
+  # A volume's path cannot change: a cluster whose embedding-cache volume is a folder of its own (made
+  # before it was the machine's cache) gets the volume again, if no claim holds it (else apply says so).
+  local had
+  had=$("${KUBECTL[@]}" get pv ragsweep-embedding-cache -o jsonpath='{.spec.local.path}' 2>/dev/null || true)
+  if [[ -n $had && $had != "$EMBEDDINGS" && -z $("${KUBECTL[@]}" get pv ragsweep-embedding-cache \
+      -o jsonpath='{.spec.claimRef.name}' 2>/dev/null || true) ]]; then
+    k8s_log "embedding-cache volume: $had replaced by the machine's cache $EMBEDDINGS"
+    "${KUBECTL[@]}" delete pv ragsweep-embedding-cache --wait=true --timeout=60s >/dev/null
+  fi
   sed -e "s|\${IMAGE_COREDNS}|$IMAGE_COREDNS|" -e "s|\${CLUSTER_DNS}|$CLUSTER_DNS|" \
     -e "s|\${NODE_NAME}|$NODE_NAME|g" -e "s|\${VOLUMES}|$K8S_DIR/volumes|g" -e "s|\${EMBEDDINGS}|$EMBEDDINGS|g" \
     "$K8S_SRC/cluster-addons.yaml" | "${KUBECTL[@]}" apply -f - >"$K8S_LOGS/addons.log" 2>&1 \
