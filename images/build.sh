@@ -81,8 +81,10 @@ has_sbom() {
   [[ -f $kept ]] && grep -q "${DIGEST[$1]}" "$kept" && cp "$kept" "$file"
 }
 keep_sbom() {  # keep_sbom NAME: the checkout's list of DIGEST[NAME], kept under its digest
+  local tmp
   mkdir -p "$SBOMS"
-  cp "$OUT/sbom/$1.txt" "$SBOMS/.$1.tmp" && mv "$SBOMS/.$1.tmp" "$SBOMS/$1-${DIGEST[$1]#sha256:}.txt"
+  tmp=$(mktemp "$SBOMS/.$1.XXXXXX")  # another clone may keep the same list at the same time
+  cp "$OUT/sbom/$1.txt" "$tmp" && mv "$tmp" "$SBOMS/$1-${DIGEST[$1]#sha256:}.txt"
 }
 push() {  # push LOCAL NAME TAG -> DIGEST[NAME]
   local digestfile

@@ -33,6 +33,7 @@ BUILD=${RAGSWEEP_TEST_BUILD:-0}
 SCOPE=${RAGSWEEP_CLUSTER_SCOPE:-smoke}
 [[ $SCOPE == smoke || $SCOPE == all ]] || { echo "test: RAGSWEEP_CLUSTER_SCOPE must be smoke or all, not '$SCOPE'" >&2; exit 2; }
 k8s_ready=0
+tools_checked=0  # the tools step ran: k8s_ready is its answer
 started=$SECONDS
 
 say() { printf '[test %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
@@ -66,6 +67,7 @@ suite() {
 }
 
 tools() {
+  tools_checked=1
   if ((BUILD)); then
     "$MAKE_CMD" --no-print-directory k8s-tools k8s-apiserver-tools || return $?
   else
@@ -96,7 +98,8 @@ STEPS=" ${RAGSWEEP_TEST_STEPS:-tools suite baseline cluster} "
 if [[ $STEPS == *" cluster "* ]]; then
   if [[ $(id -u) != 0 ]]; then
     say "cluster: not run: the single-node cluster needs root (containerd, runc, iptables); run it as root"
-  elif ((k8s_ready == 0 && BUILD == 0)) && ! "$MAKE_CMD" --no-print-directory k8s-tools-cached >/dev/null 2>&1; then
+  elif ((k8s_ready == 0 && BUILD == 0)) \
+      && { ((tools_checked)) || ! "$MAKE_CMD" --no-print-directory k8s-tools-cached >/dev/null 2>&1; }; then
     say "cluster: not run: the node's binaries are not in this machine's cache (make test-all builds them, once per machine)"
   else
     step cluster cluster
