@@ -62,11 +62,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## create .venv and install ragsweep with its eval, embed, onnx and dev extras
 
-test: $(STAMP) ## the tests (stack/test.sh): the suite against the local stack, the CI baseline; when the machine's tools cache has the Kubernetes binaries (make test builds only helm), the test bed's tests and the single-node cluster's smoke tests (root)
+test: $(STAMP) ## the tests (stack/test.sh): the Kubernetes binaries built when missing (once per machine, 10-35 min), the suite against the local stack with the test bed's tests, the CI baseline, the single-node cluster's smoke tests (root; images built when missing)
 	PY=$(PY) MAKE="$(MAKE)" bash stack/test.sh
 
-test-all: $(STAMP) ## make test, building the Kubernetes binaries when missing (about 10-35 min, once per machine), then every single-node cluster test in containers (images, k8s-up; root)
-	PY=$(PY) MAKE="$(MAKE)" RAGSWEEP_TEST_BUILD=1 RAGSWEEP_CLUSTER_SCOPE=all bash stack/test.sh
+test-all: $(STAMP) ## make test with every single-node cluster test in containers, not only the smoke scope (about 30 min more; root)
+	PY=$(PY) MAKE="$(MAKE)" RAGSWEEP_CLUSTER_SCOPE=all bash stack/test.sh
 
 test-unit: $(STAMP) ## the tests that need no service (integration tests that need one skip)
 	$(PY) -m pytest -q -m "not integration"

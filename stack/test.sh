@@ -1,27 +1,28 @@
 #!/usr/bin/env bash
 # `make test` (and so .ci/run) and `make test-all`: the tests, with the services and clusters they need.
 #
-#   1. tools    helm (make k8s-tools, built when missing: about 4 minutes cold) for the chart's tests; the
-#               Kubernetes test bed's and node's binaries only from the machine's tools cache (make
-#               k8s-tools-cached: var/tools/bin linked there, nothing built). When they are not there it says
-#               so and goes on: building them takes 10-35 minutes on 2 cores, more than make test's time
-#               (CI: well under 30 minutes), so the test bed's tests then skip, saying why.
-#               With RAGSWEEP_TEST_BUILD=1 (make test-all) it builds what is missing (make k8s-tools
-#               k8s-apiserver-tools), once per machine.
+#   1. tools    the Kubernetes binaries: helm (make k8s-tools) for the chart's tests, the test bed's and the
+#               node's (make k8s-apiserver-tools), built when missing, once per machine, into the machine's
+#               tools cache keyed by their pinned versions (docs/cluster.md, "Built once per machine"): 10-35
+#               minutes on 2 cores the first time, nothing after. A failed build stops the run with its code.
+#               With RAGSWEEP_TEST_BUILD=0 it builds only helm and uses the others only if the cache holds
+#               them (make k8s-tools-cached); when it does not, it says so, the test bed's tests skip saying
+#               why, and the cluster step is not run.
 #   2. suite    pytest against the local stack (stack/up.sh, stopped after; nginx installed as root for the
 #               chart's OpenSearch proxy tests), the test bed's tests
 #               (tests/test_k8s_live.py) among them: required (RAGSWEEP_REQUIRE_K8S=1, a missing binary
 #               fails) when step 1 found or built the tools
 #   3. baseline jobs.baselines check --ci
 #   4. cluster  the single-node cluster's tests in containers (tests/test_k8s_cluster.py): make images (builds
-#               only what changed; about 6-14 minutes once per machine), make k8s-up, the tests, then make
-#               k8s-down unless the cluster was already up. Needs root (containerd, runc, iptables) and the
-#               node's binaries (step 1). make test runs the smoke scope (the tests marked cluster_smoke: the
-#               chart installed and a corpus injected, every pod from a pinned digest, the release's OpenSearch
-#               password, a two-arm sweep and its collector as Jobs) when the machine's cache has the
-#               binaries, else it says why not and goes on; make test-all runs every test
-#               (RAGSWEEP_CLUSTER_SCOPE=all, about 30 minutes on 2 cores).
+#               only what changed: 6-14 minutes once per machine, seconds after), make k8s-up, the tests, then
+#               make k8s-down unless the cluster was already up. Needs root (containerd, runc, iptables); as
+#               another user it says so and is not run. make test runs the smoke scope (the tests marked
+#               cluster_smoke: the chart installed and a corpus injected, every pod from a pinned digest, the
+#               release's OpenSearch password, a two-arm sweep and its collector as Jobs); make test-all runs
+#               every test (RAGSWEEP_CLUSTER_SCOPE=all, about 30 minutes on 2 cores).
 #
+# Time on the 2-core machine: a machine that never built the tools or the images spends about 20 minutes
+# more in steps 1 and 4 the first time (CI's 90 minutes hold it); after that make test takes about 21 minutes.
 # RAGSWEEP_TEST_STEPS: the steps to run (default "tools suite baseline cluster").
 # Each step prints its time; the last line is the whole run's. Exit: the first failing step's code.
 set -euo pipefail
@@ -29,7 +30,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 PY=${PY:-.venv/bin/python}
 MAKE_CMD=${MAKE:-make}
-BUILD=${RAGSWEEP_TEST_BUILD:-0}
+BUILD=${RAGSWEEP_TEST_BUILD:-1}
+[[ $BUILD == 0 || $BUILD == 1 ]] || { echo "test: RAGSWEEP_TEST_BUILD must be 0 or 1, not '$BUILD'" >&2; exit 2; }
 SCOPE=${RAGSWEEP_CLUSTER_SCOPE:-smoke}
 [[ $SCOPE == smoke || $SCOPE == all ]] || { echo "test: RAGSWEEP_CLUSTER_SCOPE must be smoke or all, not '$SCOPE'" >&2; exit 2; }
 k8s_ready=0
@@ -70,13 +72,17 @@ tools() {
   tools_checked=1
   if ((BUILD)); then
     "$MAKE_CMD" --no-print-directory k8s-tools k8s-apiserver-tools || return $?
+    if ! "$MAKE_CMD" --no-print-directory k8s-tools-cached; then
+      say "tools: built, but make k8s-tools-cached does not find them in this machine's cache"
+      return 1
+    fi
   else
-    "$MAKE_CMD" --no-print-directory k8s-tools || return $?  # helm: the chart's tests (about 4 min cold)
-  fi
-  if ! "$MAKE_CMD" --no-print-directory k8s-tools-cached; then
-    say "tools: not in this machine's cache, and not built by make test (10-35 minutes on 2 cores):" \
-      "the Kubernetes tests skip; make test-all (or make k8s-apiserver-tools k8s-tools, once per machine) builds them"
-    return 0
+    "$MAKE_CMD" --no-print-directory k8s-tools || return $?  # helm only: the chart's tests
+    if ! "$MAKE_CMD" --no-print-directory k8s-tools-cached; then
+      say "tools: not in this machine's cache, and not built (RAGSWEEP_TEST_BUILD=0): the Kubernetes tests skip;" \
+        "make test without it (or make k8s-apiserver-tools k8s-tools, once per machine) builds them (10-35 minutes on 2 cores)"
+      return 0
+    fi
   fi
   k8s_ready=1
 }
@@ -100,7 +106,7 @@ if [[ $STEPS == *" cluster "* ]]; then
     say "cluster: not run: the single-node cluster needs root (containerd, runc, iptables); run it as root"
   elif ((k8s_ready == 0 && BUILD == 0)) \
       && { ((tools_checked)) || ! "$MAKE_CMD" --no-print-directory k8s-tools-cached >/dev/null 2>&1; }; then
-    say "cluster: not run: the node's binaries are not in this machine's cache (make test-all builds them, once per machine)"
+    say "cluster: not run: the node's binaries are not in this machine's cache (RAGSWEEP_TEST_BUILD=0; make test without it builds them, once per machine)"
   else
     step cluster cluster
   fi

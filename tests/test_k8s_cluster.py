@@ -14,7 +14,7 @@ The chart's NetworkPolicies are enforced on the node (kube-network-policies): a 
 as a component the policies do not admit times out, and with enforcement off the same probe connects.
 
 `make test-k8s` and `make test-all` run this file (RAGSWEEP_K8S_CLUSTER=1); `make test` runs the tests
-marked cluster_smoke when the machine's tools cache has the node's binaries (stack/test.sh). Everywhere
+marked cluster_smoke, as root, after building the node's binaries when missing (stack/test.sh). Everywhere
 else it skips with one line: what is missing (the node's binaries, the images), or that `make test-k8s` runs it.
 """
 
@@ -78,7 +78,7 @@ def kubectl(*args: str, check: bool = True, timeout: float = 120) -> str:
 def cluster() -> Iterator[Path]:
     """The single-node cluster, started here unless it already runs (then left running)."""
     missing = _missing()
-    if missing and os.environ.get("RAGSWEEP_REQUIRE_K8S") == "1":  # make test-all (stack/test.sh) built them
+    if missing and os.environ.get("RAGSWEEP_REQUIRE_K8S") == "1":  # make test (stack/test.sh) built them
         pytest.fail(f"no single-node cluster: missing {', '.join(missing)} (RAGSWEEP_REQUIRE_K8S=1)")
     if missing:
         pytest.skip(f"no single-node cluster: missing {', '.join(missing)}; `make test-k8s` builds and runs it")
