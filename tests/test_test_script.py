@@ -106,8 +106,8 @@ ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the cluster step runs 
 def test_make_test_runs_the_cluster_smoke_scope(tmp_path: Path) -> None:
     proc, calls = _run(tmp_path, RAGSWEEP_TEST_STEPS="tools cluster", CACHED_RC="0")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert calls == [*BUILT, "--no-print-directory images", "--no-print-directory k8s-status", "--no-print-directory k8s-up",
-                     "--no-print-directory k8s-down"]  # down: the cluster was not up before the step
+    assert calls == [*BUILT, "--no-print-directory images", "--no-print-directory k8s-status",
+                     "--no-print-directory k8s-up", "--no-print-directory k8s-down"]  # down: it was not up before
     (pytest_args,) = (tmp_path / "py.log").read_text().splitlines()
     assert "-m cluster_smoke tests/test_k8s_cluster.py" in pytest_args
     assert "cluster: ok" in proc.stdout
