@@ -21,8 +21,10 @@
 #               release's OpenSearch password, a two-arm sweep and its collector as Jobs); make test-all runs
 #               every test (RAGSWEEP_CLUSTER_SCOPE=all, about 30 minutes on 2 cores).
 #
-# Time on the 2-core machine: a machine that never built the tools or the images spends about 20 minutes
-# more in steps 1 and 4 the first time (CI's 90 minutes hold it); after that make test takes about 21 minutes.
+# Time, measured on 2-core machines from fresh clones (.ci/run): on one that had built nothing, 76.5 minutes
+# (2026-12-07: the tools 21 of them, the images 13), within CI's 90; after that 21 minutes on the machine of
+# 2026-12-06 and 40 on the slower one of 2026-12-07 (the suite alone 28 there).
+#
 # RAGSWEEP_TEST_STEPS: the steps to run (default "tools suite baseline cluster").
 # Each step prints its time; the last line is the whole run's. Exit: the first failing step's code.
 set -euo pipefail
