@@ -24,7 +24,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from harness.errors import IntegrityError, UsageError
+from harness.errors import IntegrityError, UsageError, mask_secrets
 from harness.errors import StorageError as StorageError  # its home was here: importers keep importing it from here
 from harness.outputfiles import TEMP_PREFIX, writing
 from harness.outputfiles import write_atomic as write_atomic  # its home was here: importers keep importing it
@@ -214,14 +214,16 @@ class S3Store:
     decides what is retried and for how long.
     """
 
+    DEADLINE_S = 60.0  # how long a request is retried when no deadline_s is given
+
     def __init__(self, bucket: str, endpoint_url: str | None, prefix: str = "", client: Any = None, *,
-                 deadline_s: float = 60.0, sleep: Callable[[float], None] = time.sleep) -> None:
+                 deadline_s: float | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         if prefix:
             check_key(prefix.strip("/"))
         self.bucket = bucket
         self.endpoint_url = endpoint_url
         self.prefix = prefix.strip("/")
-        self.deadline_s = deadline_s
+        self.deadline_s = self.DEADLINE_S if deadline_s is None else deadline_s
         self._sleep = sleep
         self._client = client if client is not None else self._make_client(endpoint_url)
 
@@ -235,7 +237,8 @@ class S3Store:
                              "expected a URL such as http://127.0.0.1:9000") from e
 
     def describe(self) -> str:
-        where = f" at {self.endpoint_url}" if self.endpoint_url else ""
+        """Where the store is, as every message names it: an endpoint's password masked (``http://me:***@host``)."""
+        where = f" at {mask_secrets(self.endpoint_url)}" if self.endpoint_url else ""
         return f"s3://{self.bucket}/{self.prefix}{where}".rstrip("/")
 
     def _object_key(self, key: str) -> str:
