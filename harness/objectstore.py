@@ -18,13 +18,14 @@ import builtins
 import os
 import random
 import re
+import stat
 import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from harness.errors import IntegrityError, UsageError, mask_secrets
+from harness.errors import IntegrityError, RefusedError, UsageError, mask_secrets
 from harness.errors import StorageError as StorageError  # its home was here: importers keep importing it from here
 from harness.outputfiles import TEMP_PREFIX, writing
 from harness.outputfiles import write_atomic as write_atomic  # its home was here: importers keep importing it
@@ -83,12 +84,26 @@ class LocalFolderStore:
         return f"folder {self.root}"
 
     def _path(self, key: str) -> Path:
-        return self.root.joinpath(*check_key(key).split("/"))
+        """The key's file, every folder and the file below ``root`` checked not to be a symbolic link:
+        a link planted in the store (an arm's folder pointing outside it) is refused, never followed,
+        whether the store is written or read. ``root`` itself may be a link: it is the user's choice."""
+        path = self.root
+        for part in check_key(key).split("/"):
+            path = path / part
+            try:
+                is_link = stat.S_ISLNK(path.lstat().st_mode)
+            except (FileNotFoundError, NotADirectoryError):
+                break  # nothing below a missing name can be a link yet
+            if is_link:
+                raise RefusedError(f"{path}: a symbolic link in the artefact store {self.root}; refused, not "
+                                   "followed (remove it, or choose another --out)")
+        return self.root.joinpath(*key.split("/"))
 
     def put_bytes(self, key: str, data: bytes) -> None:
         target = self._path(key)
         with writing(self.root):
             target.parent.mkdir(parents=True, exist_ok=True)
+            self._path(key)  # again, once the folders exist: a link made meanwhile is refused too
             write_atomic(target, data)
 
     def get_bytes(self, key: str) -> bytes:
