@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from harness import __version__
-from harness.errors import EXIT_INTERNAL, HarnessError, one_line
+from harness.errors import EXIT_INTERNAL, HarnessError, mask_secrets, one_line
 
 # name -> module that defines it (registration order is the order --help prints)
 COMMANDS: dict[str, str] = {
@@ -75,7 +75,7 @@ class _Formatter(logging.Formatter):
         self.prog = prog
 
     def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
+        text = mask_secrets(super().format(record))  # a warning quoting a URL is masked as an error line is
         if record.levelno >= logging.WARNING:
             return f"{self.prog}: {record.levelname.lower()}: {text}"
         return text

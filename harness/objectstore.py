@@ -18,13 +18,14 @@ import builtins
 import os
 import random
 import re
+import stat
 import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from harness.errors import IntegrityError, UsageError
+from harness.errors import IntegrityError, RefusedError, UsageError, mask_secrets
 from harness.errors import StorageError as StorageError  # its home was here: importers keep importing it from here
 from harness.outputfiles import TEMP_PREFIX, writing
 from harness.outputfiles import write_atomic as write_atomic  # its home was here: importers keep importing it
@@ -83,12 +84,26 @@ class LocalFolderStore:
         return f"folder {self.root}"
 
     def _path(self, key: str) -> Path:
-        return self.root.joinpath(*check_key(key).split("/"))
+        """The key's file, every folder and the file below ``root`` checked not to be a symbolic link:
+        a link planted in the store (an arm's folder pointing outside it) is refused, never followed,
+        whether the store is written or read. ``root`` itself may be a link: it is the user's choice."""
+        path = self.root
+        for part in check_key(key).split("/"):
+            path = path / part
+            try:
+                is_link = stat.S_ISLNK(path.lstat().st_mode)
+            except (FileNotFoundError, NotADirectoryError):
+                break  # nothing below a missing name can be a link yet
+            if is_link:
+                raise RefusedError(f"{path}: a symbolic link in the artefact store {self.root}; refused, not "
+                                   "followed (remove it, or choose another --out)")
+        return self.root.joinpath(*key.split("/"))
 
     def put_bytes(self, key: str, data: bytes) -> None:
         target = self._path(key)
         with writing(self.root):
             target.parent.mkdir(parents=True, exist_ok=True)
+            self._path(key)  # again, once the folders exist: a link made meanwhile is refused too
             write_atomic(target, data)
 
     def get_bytes(self, key: str) -> bytes:
@@ -214,14 +229,16 @@ class S3Store:
     decides what is retried and for how long.
     """
 
+    DEADLINE_S = 60.0  # how long a request is retried when no deadline_s is given
+
     def __init__(self, bucket: str, endpoint_url: str | None, prefix: str = "", client: Any = None, *,
-                 deadline_s: float = 60.0, sleep: Callable[[float], None] = time.sleep) -> None:
+                 deadline_s: float | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         if prefix:
             check_key(prefix.strip("/"))
         self.bucket = bucket
         self.endpoint_url = endpoint_url
         self.prefix = prefix.strip("/")
-        self.deadline_s = deadline_s
+        self.deadline_s = self.DEADLINE_S if deadline_s is None else deadline_s
         self._sleep = sleep
         self._client = client if client is not None else self._make_client(endpoint_url)
 
@@ -235,7 +252,8 @@ class S3Store:
                              "expected a URL such as http://127.0.0.1:9000") from e
 
     def describe(self) -> str:
-        where = f" at {self.endpoint_url}" if self.endpoint_url else ""
+        """Where the store is, as every message names it: an endpoint's password masked (``http://me:***@host``)."""
+        where = f" at {mask_secrets(self.endpoint_url)}" if self.endpoint_url else ""
         return f"s3://{self.bucket}/{self.prefix}{where}".rstrip("/")
 
     def _object_key(self, key: str) -> str:

@@ -24,6 +24,8 @@ import tenacity
 from tenacity import RetryCallState, RetryError
 from tenacity.stop import stop_base
 
+from harness.errors import mask_secrets
+
 __all__ = ["RetryError", "call_with_retries"]
 
 log = logging.getLogger(__name__)
@@ -62,8 +64,11 @@ class _StopAtDeadline(stop_base):
 def _log_retry(what: str) -> Callable[[RetryCallState], None]:
     def before_sleep(retry_state: RetryCallState) -> None:
         error = retry_state.outcome.exception() if retry_state.outcome is not None else None
-        log.warning("%s: attempt %d failed (%s: %s); retrying in %.1fs", what, retry_state.attempt_number,
-                    type(error).__name__, error, retry_state.upcoming_sleep)
+        # masked here, as the final error is by the CLI: an endpoint's password (http://me:PASSWORD@host) is in
+        # ``what`` and in the library's error (botocore quotes the URL) of every warning, not only the last
+        log.warning("%s", mask_secrets(f"{what}: attempt {retry_state.attempt_number} failed "
+                                       f"({type(error).__name__}: {error}); retrying in "
+                                       f"{retry_state.upcoming_sleep:.1f}s"))
 
     return before_sleep
 

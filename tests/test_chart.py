@@ -712,6 +712,21 @@ def _by_kind(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]
     return doc
 
 
+def test_opensearchs_transport_is_on_its_pods_loopback_and_its_service_serves_9200_only(
+        scenario: tuple[Path, list[dict[str, Any]]]) -> None:
+    """One node talks to no other: its transport (9300) is bound to the pod's loopback, declared by no container
+    and served by no Service (it was both); HTTP or nginx's TLS on 9200 is the one port, in every scenario."""
+    path, docs = scenario
+    service = _by_kind(docs, "Service", "rs-ragsweep-opensearch")["spec"]["ports"]
+    assert [p["port"] for p in service] == [9200]
+    pod = _by_kind(docs, "StatefulSet", "rs-ragsweep-opensearch")["spec"]["template"]["spec"]
+    declared = [p["containerPort"] for c in pod["containers"] for p in c.get("ports", [])]
+    assert declared == [9200]
+    (search,) = [c for c in pod["containers"] if c["name"] == "opensearch"]
+    assert "-Etransport.host=127.0.0.1" in search["args"]
+    assert ("-Ehttp.host=127.0.0.1" in search["args"]) == _tls(path)  # HTTP stays on 0.0.0.0 unless nginx fronts it
+
+
 def test_opensearch_listens_on_its_pods_loopback_and_nginx_serves_9200_with_tls_and_basic_auth() -> None:
     docs = render(str(CHART / "ci" / "default-values.yaml"))
     pod = _by_kind(docs, "StatefulSet", "rs-ragsweep-opensearch")["spec"]["template"]["spec"]
@@ -719,7 +734,7 @@ def test_opensearch_listens_on_its_pods_loopback_and_nginx_serves_9200_with_tls_
     assert set(containers) == {"opensearch", "proxy"}
     search, proxy = containers["opensearch"], containers["proxy"]
     assert {"-Ehttp.host=127.0.0.1", "-Ehttp.port=9201"} <= set(search["args"])
-    assert [p["containerPort"] for p in search["ports"]] == [9300]  # transport only: HTTP is not on the pod's IP
+    assert "ports" not in search  # neither HTTP nor the transport is on the pod's IP
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):  # the kubelet cannot reach the loopback
         command = search[probe]["exec"]["command"]
         assert command[:2] == ["bash", "-c"] and "/dev/tcp/127.0.0.1/9201" in command[2], probe

@@ -107,6 +107,20 @@ def test_library_logging_reaches_stderr_only_while_a_command_runs(capsys: pytest
     assert logging.getLogger("harness").handlers == before
 
 
+def test_every_line_the_cli_logs_is_masked_as_its_error_line_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """Whatever logger quotes a URL with a password (the store's name in a progress line, a library's error in
+    a warning), stderr shows ``user:***@``: a new message that forgets to mask leaks nothing."""
+    import logging
+
+    from harness.cli import logging_to_stderr
+
+    with logging_to_stderr():
+        logging.getLogger("harness.sweep.executor").info("store s3://b at http://user:s3cr3t@127.0.0.1:9")
+        logging.getLogger("harness.index").warning("GET http://user:s3cr3t@h/x failed; password=s3cr3t")
+    assert capsys.readouterr().err == ("store s3://b at http://user:***@127.0.0.1:9\n"
+                                       "ragsweep: warning: GET http://user:***@h/x failed; password=***\n")
+
+
 def test_main_leaves_no_handler_behind(capsys: pytest.CaptureFixture[str]) -> None:
     import logging
 

@@ -360,6 +360,33 @@ def test_a_key_value_dsn_password_is_masked_by_the_cli(tmp_path: Path, monkeypat
     assert _tree(tmp_path) == []
 
 
+def test_an_s3_endpoints_password_is_masked_in_every_retry_warning(monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`--s3-endpoint http://user:PASSWORD@host` to a port where nothing listens: each retry warning, not only
+    the final error, says ``user:***@`` (they printed the password, 12 of 12 over the default minute)."""
+    import socket
+
+    pytest.importorskip("boto3")
+    from harness.objectstore import S3Store
+
+    # credentials, so that the request is made and refused (transient), not refused at once for lack of them
+    for name, value in (("AWS_ACCESS_KEY_ID", "k"), ("AWS_SECRET_ACCESS_KEY", "s"), ("AWS_DEFAULT_REGION", "x")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(S3Store, "DEADLINE_S", 1.0)  # a few retries, not a minute of them
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: a real connection refusal
+    code = main(["sweep", "collect", "--out", "s3://b", "--s3-endpoint", f"http://user:s3cr3t@127.0.0.1:{port}",
+                 "--sweep-id", "x"])
+    lines = capsys.readouterr().err.splitlines()
+    warnings = [line for line in lines if line.startswith("ragsweep: warning: ") and "attempt" in line]
+    assert code == EXIT_STORAGE, lines
+    assert len(warnings) >= 2, lines
+    assert all(line.count("user:***@") == 2 for line in warnings), warnings  # the store's name and botocore's URL
+    assert lines[-1].startswith("ragsweep: error: ") and "user:***@" in lines[-1]
+    assert sum(line.count("s3cr3t") for line in lines) == 0, lines
+
+
 # --- a command replaces only an output of its own kind --------------------------------------------------------
 
 def test_bench_refuses_a_folder_that_is_not_a_results_folder(tmp_path: Path,

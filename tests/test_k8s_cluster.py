@@ -29,12 +29,14 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.k8s_health import checked, cluster_health, run_teardown
 
 pytest.importorskip("kubernetes", reason="the kubernetes client is not installed")
 
@@ -153,13 +155,20 @@ def release(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     subprocess.run(["bash", str(ROOT / "stack" / "k8s" / "ci-namespace.sh"), namespace, "pytest", "4"],
                    env={**os.environ, "KUBECONFIG": str(cluster)}, check=True, capture_output=True, text=True)
     helm = [str(BIN / "helm"), "--kubeconfig", str(cluster)]
+
+    def health() -> str:
+        return cluster_health(CLUSTER_DIR, cluster, namespace, ROOT / "stack" / "k8s" / "cluster.sh")
+
     try:
-        install = subprocess.run([*helm, "install", RELEASE, str(ROOT / "charts" / "ragsweep"), "-n", namespace,
-                                  "-f", str(ROOT / "charts" / "ragsweep" / "ci" / "single-node-values.yaml"),
-                                  "-f", str(IMAGES / "values.yaml"), "--set", "tests.enabled=false",
-                                  "--wait", "--timeout", "15m"], capture_output=True, text=True, timeout=1000)
-        pods = kubectl("-n", namespace, "get", "pods", "-o", "wide", check=False)
-        assert install.returncode == 0, f"helm install: {install.stderr[-2000:]}\n{pods}"
+        try:
+            install = subprocess.run([*helm, "install", RELEASE, str(ROOT / "charts" / "ragsweep"), "-n", namespace,
+                                      "-f", str(ROOT / "charts" / "ragsweep" / "ci" / "single-node-values.yaml"),
+                                      "-f", str(IMAGES / "values.yaml"), "--set", "tests.enabled=false",
+                                      "--wait", "--timeout", "15m"], capture_output=True, text=True, timeout=1000)
+        except subprocess.TimeoutExpired as e:
+            pytest.fail(f"helm install: no answer in {e.timeout:.0f}s\n{health()}")
+        if install.returncode != 0:
+            pytest.fail(f"helm install (exit {install.returncode}): {install.stderr[-2000:]}\n{health()}")
         config.load_kube_config(str(cluster))
         core, batch = k.CoreV1Api(), k.BatchV1Api()
         port = 19100 + os.getpid() % 800
@@ -177,19 +186,28 @@ def release(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         subprocess.run([sys.executable, "-m", "jobs.sync", "push", "--store", "s3://ragsweep",
                         "--s3-endpoint", endpoint, "--from", str(staging), "--key", "corpora/corpora.tar.gz"],
                        check=True, cwd=ROOT, capture_output=True, timeout=300)
-        kubectl("-n", namespace, "wait", "--for=condition=complete", "job", "-l",
-                f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=injector", "--timeout=1200s",
-                timeout=1300)
+        try:
+            kubectl("-n", namespace, "wait", "--for=condition=complete", "job", "-l",
+                    f"app.kubernetes.io/instance={RELEASE},app.kubernetes.io/component=injector", "--timeout=1200s",
+                    timeout=1300)
+        except (AssertionError, subprocess.TimeoutExpired) as e:
+            pytest.fail(f"the injector did not complete: {e}\n{health()}")
         yield Release(namespace, core, batch, endpoint, "s3://ragsweep", corpora, forward)
     finally:
+        # each step's failure is printed, never raised over the error that ended the run; after a step that
+        # got no answer the rest are skipped, not waited out (tests/k8s_health.py)
+        steps: list[tuple[str, Callable[[], object]]] = []
         if "forward" in locals():
-            forward.stop()
+            steps.append(("stop the port-forward", forward.stop))
         if os.environ.get("RAGSWEEP_K8S_KEEP") != "1":
-            subprocess.run([*helm, "uninstall", RELEASE, "-n", namespace, "--wait", "--timeout", "5m"],
-                           capture_output=True, timeout=400)
-            kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=300s", check=False, timeout=400)
-            subprocess.run(["bash", str(ROOT / "stack" / "k8s" / "cluster.sh"), "recycle"], capture_output=True,
-                           timeout=120)
+            steps += [
+                ("helm uninstall", checked([*helm, "uninstall", RELEASE, "-n", namespace, "--wait", "--timeout", "5m"],
+                                           400)),
+                ("delete the namespace", checked(["kubectl", "--kubeconfig", str(cluster), "delete", "namespace",
+                                                  namespace, "--wait=true", "--timeout=300s"], 400)),
+                ("recycle the volumes", checked(["bash", str(ROOT / "stack" / "k8s" / "cluster.sh"), "recycle"], 120)),
+            ]
+        run_teardown(steps, say=lambda line: print(line, file=sys.stderr))
 
 
 def executor(release: Release, tmp: Path, **changes: Any) -> Any:

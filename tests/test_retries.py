@@ -78,3 +78,18 @@ def test_each_retry_is_logged_as_a_warning(caplog: pytest.LogCaptureFixture) -> 
         _retry(call, clock)
     assert [r.getMessage() for r in caplog.records] == [
         "get k: attempt 1 failed (Transient: try 1); retrying in 1.0s"]
+
+
+def test_every_retry_warning_masks_a_password_in_what_and_in_the_error(caplog: pytest.LogCaptureFixture) -> None:
+    """An S3 endpoint's password is in ``what`` (the store's name) and in botocore's error (it quotes the URL):
+    each warning is masked as the final error line is, not only the last."""
+    clock = Clock()
+    url = "http://user:s3cr3t@127.0.0.1:9/b/k"
+    call, _ = _failing(3, Transient(f'Could not connect to the endpoint URL: "{url}"'))
+    with caplog.at_level(logging.WARNING, logger="harness.retries"):
+        _retry(call, clock, what="s3://b at http://user:s3cr3t@127.0.0.1:9: get k")
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 3
+    assert messages[0] == ('s3://b at http://user:***@127.0.0.1:9: get k: attempt 1 failed (Transient: Could not '
+                           'connect to the endpoint URL: "http://user:***@127.0.0.1:9/b/k"); retrying in 1.0s')
+    assert not any("s3cr3t" in m for m in messages)

@@ -242,3 +242,22 @@ def test_a_planted_logs_folder_link_is_refused(state: Path, two_arms: Path, tmp_
     assert code == EXIT_REFUSED
     assert f"{out / 'logs'}: a symbolic link" in capsys.readouterr().err
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_planted_arm_folder_link_in_the_store_is_refused_not_followed(state: Path, two_arms: Path, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """An arm's folder in a local --out that is a link (to a folder outside --out) is never written or read
+    through: the sweep refuses it in one line (exit 3) before any arm runs, and nothing lands outside --out."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    planted = out / "sweeps" / "armsym" / "mini" / "rrf-60"
+    planted.parent.mkdir(parents=True)
+    planted.symlink_to(elsewhere)
+    code = main(["sweep", "run", "--state", str(state), "--arms", "mini", "--manifest", str(two_arms),
+                 "--out", str(out), "--sweep-id", "armsym", "--workers", "2", "--no-latency"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert list(elsewhere.iterdir()) == []
+    assert code == EXIT_REFUSED, err
+    assert err[-1] == (f"ragsweep: error: {planted}: a symbolic link in the artefact store {out}; refused, not "
+                       "followed (remove it, or choose another --out)")

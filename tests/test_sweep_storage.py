@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from fakes import Clock
 
-from harness.errors import UsageError
+from harness.errors import EXIT_REFUSED, RefusedError, UsageError
 from harness.sweep.catalogue import Arm, config_hash
 from harness.sweep.storage import (
     ARM_FILES,
@@ -113,6 +113,38 @@ def test_temporary_files_are_never_listed(tmp_path: Path) -> None:
     store.put_text("k/a.json", "{}")
     (tmp_path / "k" / ".ragsweep-tmp.half.tmp").write_text("half")
     assert store.list("k/") == ["k/a.json"]
+
+
+@pytest.mark.parametrize("link", ["sweeps", "sweeps/s1", "sweeps/s1/fam/arm", "sweeps/s1/fam/arm/metrics.json"])
+def test_a_link_inside_the_store_is_refused_for_every_operation(tmp_path: Path, link: str) -> None:
+    """A folder or file below the store's root that is a symbolic link (to a folder or file outside the
+    store) is refused in one line, exit 3, whether written, read, tested or deleted: never followed."""
+    root, outside = tmp_path / "out", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "metrics.json").write_text("outside\n")
+    (root / link).parent.mkdir(parents=True)
+    (root / link).symlink_to(outside / "metrics.json" if link.endswith(".json") else outside)
+    store = LocalFolderStore(root)
+    refusal = (f"^{root / link}: a symbolic link in the artefact store {root}; refused, not followed "
+               r"\(remove it, or choose another --out\)$")
+    for attempt in (lambda: store.put_text("sweeps/s1/fam/arm/metrics.json", "mine\n"),
+                    lambda: store.get_text("sweeps/s1/fam/arm/metrics.json"),
+                    lambda: store.exists("sweeps/s1/fam/arm/metrics.json"),
+                    lambda: store.delete("sweeps/s1/fam/arm/metrics.json")):
+        with pytest.raises(RefusedError, match=refusal) as caught:
+            attempt()
+        assert caught.value.exit_code == EXIT_REFUSED
+    assert sorted(p.name for p in outside.rglob("*")) == ["metrics.json"]
+    assert (outside / "metrics.json").read_text() == "outside\n"
+
+
+def test_a_store_whose_root_is_a_link_is_used(tmp_path: Path) -> None:
+    """--out itself may be a link (the user named it): only what is below it is checked."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "out").symlink_to(real)
+    LocalFolderStore(tmp_path / "out").put_text("sweeps/s1/a.txt", "x")
+    assert (real / "sweeps" / "s1" / "a.txt").read_text() == "x"
 
 
 # --- the completeness marker ---------------------------------------------------------------------
