@@ -41,6 +41,10 @@ def read_input_text(path: Path, label: str | None = None) -> str:
 # is \n: a carriage return still there did not end a line.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 BLOCK_CHARS = 1 << 22  # characters read at a time (a few MB): a block's lines are the only list held
+# The longest line read, in characters without its break: a TREC line is six short fields, and a
+# line is held whole before it is split, so a file with no line break (``/dev/zero``, a binary
+# named by mistake) is refused here instead of being read without bound.
+MAX_LINE_CHARS = 65_536
 
 
 def iter_input_line_blocks(path: Path, label: str | None = None,
@@ -51,8 +55,10 @@ def iter_input_line_blocks(path: Path, label: str | None = None,
     checks run over a block at a time in C, so a caller's per-line loop is all the Python there
     is. Lines break at ``\\n`` only, ``\\r\\n`` counting as one, so the numbers are the ones an
     editor shows; lines come without their breaks. A UTF-8 byte-order mark at the start is dropped.
-    Refused, one line each: :func:`read_input_text`'s errors, and a control character other than
-    tab anywhere (a NUL, a form feed, a lone ``\\r``), named by ``file:line:column``.
+    Refused, one line each: :func:`read_input_text`'s errors, a control character other than
+    tab anywhere (a NUL, a form feed, a lone ``\\r``), named by ``file:line:column``, and a line
+    longer than :data:`MAX_LINE_CHARS`, named by ``file:line``. Both are found in the partial
+    line carried between blocks too, so memory stays within a block and one line at most.
     """
     name = str(path) if label is None else label
     try:
@@ -78,11 +84,16 @@ def _line_blocks(handle: TextIO, name: str, block_chars: int) -> Iterator[tuple[
             text = text.replace("\r\n", "\n")  # at line ends only: line numbers and columns keep
         _refuse_control(text, first, name)
         lines = text.split("\n")
+        if chunk:
+            lines.pop()  # the empty string after the block's last break
+        if len(text) > MAX_LINE_CHARS:
+            _refuse_long(lines, first, name)
+        if carry:  # the start of a line the next block ends: checked now, so it cannot grow unchecked
+            _refuse_partial(carry, first + len(lines), name)
         if not chunk:
             if text:
                 yield first, lines
             return
-        lines.pop()  # the empty string after the block's last break
         if lines:
             yield first, lines
             first += len(lines)
@@ -97,6 +108,24 @@ def _refuse_control(text: str, first: int, name: str) -> None:
     column = at - text.rfind("\n", 0, at)
     raise InputDataError(f"{name}:{line}: control character U+{ord(match.group()):04X} at column {column}; "
                          "expected printable text, fields separated by spaces or tabs, lines ending \\n or \\r\\n")
+
+
+def _too_long(name: str, line: int) -> InputDataError:
+    return InputDataError(f"{name}:{line}: line longer than {MAX_LINE_CHARS:,} characters, the longest read; "
+                          "expected one record per line, lines ending \\n or \\r\\n")
+
+
+def _refuse_long(lines: list[str], first: int, name: str) -> None:
+    lengths = list(map(len, lines))
+    if max(lengths, default=0) > MAX_LINE_CHARS:
+        raise _too_long(name, first + next(i for i, n in enumerate(lengths) if n > MAX_LINE_CHARS))
+
+
+def _refuse_partial(carry: str, line: int, name: str) -> None:
+    # a \r that ends the carry may be the first half of a \r\n the next block completes
+    _refuse_control(carry[:-1] if carry[-1] == "\r" else carry, line, name)
+    if len(carry) > MAX_LINE_CHARS + 1:  # + 1: that \r
+        raise _too_long(name, line)
 
 
 def parse_json_input(text: str, where: str) -> Any:

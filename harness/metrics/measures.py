@@ -7,7 +7,6 @@ the harness from the chunk run (they have no trec_eval equivalent) and say so.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -48,17 +47,20 @@ MEASURES: dict[str, Measure] = {
 RETRIEVAL_MEASURES: tuple[str, ...] = ("nDCG@5", "nDCG@10", "nDCG@20", "R@5", "R@10", "R@20", "MRR")
 FILE_MEASURES: tuple[str, ...] = ("fileR@1", "fileR@10", "fileRank")
 
-_ALIASES = {re.sub(r"[^a-z0-9@]", "", name.lower()): name for name in MEASURES}
+# Every spelling read: the printed name in any case (``ndcg@10``) and the trec key (``ndcg_cut_10``),
+# character for character. Nothing is dropped: ``nDCG@-5`` is not nDCG@5, ``fileR@1.0`` not fileR@10.
+_SPELLINGS: dict[str, str] = {
+    **{name.lower(): name for name in MEASURES},
+    **{m.trec_key: m.name for m in MEASURES.values() if m.trec_key is not None},
+}
 
 
 def parse_measure(text: str) -> Measure:
-    """Accept a measure's printed name (case and punctuation insensitive) or its trec key."""
-    key = re.sub(r"[^a-z0-9@]", "", text.lower())
-    if key in _ALIASES:
-        return MEASURES[_ALIASES[key]]
-    for measure in MEASURES.values():
-        if measure.trec_key == text:
-            return measure
+    """A measure by its printed name (in any case: ``ndcg@10``) or its trec key (``ndcg_cut_10``), exactly:
+    no character dropped or added, ASCII only (``str.lower`` maps the Kelvin sign to ``k``)."""
+    name = _SPELLINGS.get(text.lower()) if text.isascii() else None
+    if name is not None:
+        return MEASURES[name]
     raise UsageError(f"unknown measure {text!r}; known: {', '.join(MEASURES)}")
 
 
