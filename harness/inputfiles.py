@@ -3,7 +3,9 @@
 A missing file, a folder where a file belongs, or bytes that are not UTF-8 are invalid
 input (exit 4), not an internal error. So is JSON that does not parse, or that does not
 fit the model of the stage that wrote it (:func:`validate_input` reports the first problem,
-naming the field). :func:`iter_input_line_blocks` streams a line-oriented file (a million-line
+naming the field). :func:`read_json_input` reads a JSON file a user hands in, bounded: at most
+``MAX_JSON_CHARS`` characters, nested at most ``MAX_JSON_DEPTH`` levels (checked by a scan, not by
+recursion, before parsing). :func:`iter_input_line_blocks` streams a line-oriented file (a million-line
 TREC run) with the same refusals, never holding it whole, and refuses control characters.
 Shared by every stage, like :mod:`harness.errors`.
 """
@@ -24,11 +26,25 @@ from harness.errors import InputDataError
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_input_text(path: Path, label: str | None = None) -> str:
-    """The UTF-8 text of ``path``; ``label`` (default: the path) names it in errors."""
+# A JSON document a user hands in is one the harness writes: a manifest of about 60 arms, a state's
+# state.json, a metrics.json; a few levels deep and a few MB. Far past both, it is not one of them.
+MAX_JSON_DEPTH = 100
+MAX_JSON_CHARS = 64 << 20  # characters read whole (64 Mi)
+
+
+def read_input_text(path: Path, label: str | None = None, max_chars: int | None = None) -> str:
+    """The UTF-8 text of ``path``; ``label`` (default: the path) names it in errors. With ``max_chars``,
+    a file longer than that is refused after reading one character more (``/dev/zero`` too)."""
     name = str(path) if label is None else label
     try:
-        return Path(path).read_text(encoding="utf-8")
+        if max_chars is None:
+            return Path(path).read_text(encoding="utf-8")
+        with Path(path).open(encoding="utf-8") as handle:
+            text = handle.read(max_chars + 1)
+        if len(text) > max_chars:
+            raise InputDataError(f"{name}: more than {max_chars} characters; expected the document the harness "
+                                 "writes (a few MB at most)")
+        return text
     except FileNotFoundError as e:
         raise InputDataError(f"{name}: no such file") from e
     except IsADirectoryError as e:
@@ -128,12 +144,50 @@ def _refuse_partial(carry: str, line: int, name: str) -> None:
         raise _too_long(name, line)
 
 
+# A JSON string (its closing quote optional, so an unterminated one ends the text): possessive, so
+# the scan is linear whatever the quotes and backslashes.
+_JSON_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]++")
+_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1, +1, -1, -1 as int8
+_DEPTH_BLOCK = 1 << 20
+
+
+def nested_deeper_than(text: str, limit: int) -> bool:
+    """Whether the arrays and objects of JSON ``text`` nest more than ``limit`` levels, scanned without
+    recursion: the brackets outside strings, counted in C a block at a time (a million levels in a
+    fraction of a second, memory a few MB whatever the size)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False  # the common case: too few brackets to nest that deep, no scan
+    import numpy as np  # only for a document with many brackets
+
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).encode("ascii")
+    depth = 0
+    for lo in range(0, len(brackets), _DEPTH_BLOCK):
+        steps = np.frombuffer(brackets[lo:lo + _DEPTH_BLOCK].translate(_BRACKET_STEPS), dtype=np.int8)
+        levels = np.cumsum(steps, dtype=np.int64)
+        if depth + int(levels.max()) > limit:
+            return True
+        depth += int(levels[-1])
+    return False
+
+
 def parse_json_input(text: str, where: str) -> Any:
-    """JSON text read from ``where``; malformed JSON is one line naming the file and line."""
+    """JSON text read from ``where``; malformed JSON, or JSON nested deeper than ``MAX_JSON_DEPTH``,
+    is one line naming the file (and the line)."""
+    if nested_deeper_than(text, MAX_JSON_DEPTH):
+        raise InputDataError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels; expected the document "
+                             "the harness writes (a few levels)")
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise InputDataError(f"{where}:{e.lineno}: not JSON ({e.msg})") from e
+
+
+def read_json_input(path: Path, label: str | None = None) -> Any:
+    """The JSON document in ``path``, read bounded: at most ``MAX_JSON_CHARS`` characters, nested at most
+    ``MAX_JSON_DEPTH`` levels; every refusal one line naming the file (InputDataError, exit 4)."""
+    name = str(path) if label is None else label
+    return parse_json_input(read_input_text(path, name, max_chars=MAX_JSON_CHARS), name)
 
 
 def _field(loc: tuple[int | str, ...]) -> str:

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from harness.cli import main
 from harness.commands import agreement as command
-from harness.errors import UsageError
+from harness.errors import EXIT_INPUT, UsageError
 from harness.report.files import dumps
 from harness.sweep.agreement import analyse, coefficients, render_agreement
 from harness.sweep.catalogue import CATALOGUE, Arm, Family, config_hash
@@ -271,6 +272,57 @@ def test_manifest_of_runs_measured_elsewhere(tmp_path: Path, capsys: pytest.Capt
     assert fset["coefficients"]["kendall_tau_b"] == pytest.approx(1 / 3)
     text = run_command(["--manifest", str(manifest), "--drop", "c"], capsys)
     assert "Dropped: c." in text
+
+
+def _runs_manifest(folder: Path, names: tuple[str, ...] = ("ctl", "a", "b")) -> Path:
+    arms = []
+    for i, name in enumerate(names):
+        run = folder / "runs" / name
+        run.mkdir(parents=True)
+        (run / "metrics.json").write_text(dumps(metrics({("qmsum", "all"): 0.1 + i / 100,
+                                                         ("synthetic", "all"): 0.3 + i / 50})))
+        arms.append({"name": name, "axis": "control" if name == "ctl" else "knob", "run": f"runs/{name}/metrics.json"})
+    manifest = folder / "manifest.json"
+    manifest.write_text(json.dumps({"schema": "ragsweep.catalogue/1",
+                                    "families": [{"name": "f", "control": "ctl", "arms": arms}]}))
+    return manifest
+
+
+@pytest.mark.parametrize("link", ["run folder", "metrics.json", "per_query.json"])
+def test_a_run_may_not_lead_out_of_the_manifests_folder_through_a_link(
+        link: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # before: 'runs/a/metrics.json' with no '..' passed the rule, though runs/a led elsewhere
+    manifest = _runs_manifest(tmp_path / "m")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run = tmp_path / "m" / "runs" / "a"
+    if link == "run folder":
+        (run / "metrics.json").rename(elsewhere / "metrics.json")
+        run.rmdir()
+        run.symlink_to(elsewhere, target_is_directory=True)
+        what, target = "'runs/a/metrics.json'", elsewhere / "metrics.json"
+    elif link == "metrics.json":
+        (run / "metrics.json").rename(elsewhere / "metrics.json")
+        (run / "metrics.json").symlink_to(elsewhere / "metrics.json")
+        what, target = "'runs/a/metrics.json'", elsewhere / "metrics.json"
+    else:
+        (elsewhere / "per_query.json").write_text(dumps({"schema": "ragsweep.per_query/1", "queries": {}}))
+        (run / "per_query.json").symlink_to(elsewhere / "per_query.json")
+        what, target = "'runs/a/metrics.json''s per_query.json", elsewhere / "per_query.json"
+    assert main(["agreement", "--manifest", str(manifest)]) == EXIT_INPUT
+    folder = (tmp_path / "m").resolve()
+    assert capsys.readouterr().err == (
+        f"ragsweep: error: {manifest}: families[f].arms[a].run {what} leads to {target.resolve()}, outside the "
+        f"manifest's folder {folder}; keep the runs inside it (a link may not lead out)\n")
+
+
+def test_a_link_that_stays_inside_the_manifests_folder_is_followed(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = _runs_manifest(tmp_path / "m")
+    (tmp_path / "m" / "runs" / "b").rename(tmp_path / "m" / "kept")
+    (tmp_path / "m" / "runs" / "b").symlink_to(tmp_path / "m" / "kept", target_is_directory=True)
+    out = json.loads(run_command(["--manifest", str(manifest), "--json"], capsys))
+    assert [a["arm"] for a in out["arms"]] == ["a", "b"]
 
 
 def test_sweep_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

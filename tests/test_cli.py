@@ -130,6 +130,38 @@ def test_main_leaves_no_handler_behind(capsys: pytest.CaptureFixture[str]) -> No
     assert logging.getLogger("harness").handlers == before
 
 
+def test_a_deep_compare_file_is_refused_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # before: read after the whole run, and a RecursionError there (exit 1)
+    control = tmp_path / "metrics.json"
+    control.write_text("{\"a\":" * 50_000 + "1" + "}" * 50_000)
+    code = main(["bench", "--state", str(tmp_path / "no-state"), "--control-name", "x", "--out", str(tmp_path / "o"),
+                 "--compare", str(control)])
+    assert code == EXIT_INPUT
+    assert _one_line_error(capsys) == (f"ragsweep: error: {control}: JSON nested deeper than 100 levels; expected "
+                                       "the document the harness writes (a few levels)")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("flag", ["--latency-passes", "--latency-sample", "--workers"])
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_an_explicit_count_below_one_is_refused_not_defaulted(flag: str, value: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # before: --latency-passes 0 and --latency-sample 0 silently ran the defaults (3 passes, 16 queries)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", "run", "--state", "STATE", flag, value])
+    assert exit_info.value.code == EXIT_USAGE
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"ragsweep sweep run: error: argument {flag}: {value}: expected 1 or more (leave the flag out for the default)")
+
+
+def test_counts_given_are_kept_and_absent_ones_left_to_the_default() -> None:
+    run = ["sweep", "run", "--state", "STATE"]
+    given = build_parser().parse_args([*run, "--latency-passes", "1", "--latency-sample", "2", "--workers", "3"])
+    assert (given.latency_passes, given.latency_sample, given.workers) == (1, 2, 3)
+    absent = build_parser().parse_args(run)
+    assert (absent.latency_passes, absent.latency_sample) == (None, None)
+
+
 def test_sweep_run_shares_legs_unless_told_not_to() -> None:
     run = ["sweep", "run", "--state", "STATE"]
     assert build_parser().parse_args(run).share_legs is True

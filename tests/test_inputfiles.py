@@ -1,13 +1,23 @@
-"""harness.inputfiles: the streaming line reader gives the lines an editor shows, whatever the block size."""
+"""harness.inputfiles: the streaming line reader gives the lines an editor shows, whatever the block size;
+a JSON file a user hands in is read bounded (its size and nesting, issue 51)."""
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import pytest
 
+from harness import inputfiles
 from harness.errors import InputDataError
-from harness.inputfiles import iter_input_line_blocks, read_input_text
+from harness.inputfiles import (
+    MAX_JSON_DEPTH,
+    iter_input_line_blocks,
+    nested_deeper_than,
+    read_input_text,
+    read_json_input,
+)
 
 TEXTS = {
     "plain": "a b\nc d\n",
@@ -66,3 +76,68 @@ def test_the_refusals_are_read_input_texts(tmp_path: Path) -> None:
             read_input_text(path)
         assert str(streamed.value) == str(whole.value)
     assert str(whole.value) == f"{latin}: not UTF-8 text (invalid continuation byte at byte 18)"
+
+
+# --- JSON a user hands in: bounded ---------------------------------------------------------------
+
+def _nested(depth: int, inner: str = "1") -> str:
+    return "[" * depth + inner + "]" * depth
+
+
+NESTING = {  # text: nested deeper than 100 levels?
+    "100 levels": (_nested(100), False),
+    "101 levels": (_nested(101), True),
+    "101 objects": ('{"a":' * 101 + "1" + "}" * 101, True),
+    "objects and arrays": ('{"a":[' * 50 + '{"b":1}' + "]}" * 50, True),  # 101
+    "wide, shallow": (json.dumps([[i] for i in range(5_000)]), False),
+    "brackets in a string": (json.dumps(["[" * 500, "{" * 500]), False),
+    "escaped quotes in a string": (json.dumps(['\\"' + "[" * 500]), False),
+    "a string between levels": ("[" * 60 + json.dumps("]" * 100 + '\\"') + "," + _nested(41) + "]" * 60, True),
+    "closers first": ("]" * 300 + "[" * 100, False),
+    "an unterminated string": ('["' + "[" * 500, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESTING))
+def test_nesting_is_counted_outside_strings(name: str) -> None:
+    text, deeper = NESTING[name]
+    assert nested_deeper_than(text, MAX_JSON_DEPTH) is deeper
+
+
+def test_the_nesting_scan_is_linear_and_never_recurses() -> None:
+    # before: json.loads raised RecursionError (an internal error, exit 1) on this, in every --manifest
+    text = _nested(100_000)
+    started = time.perf_counter()
+    assert nested_deeper_than(text, MAX_JSON_DEPTH)
+    assert nested_deeper_than('"' + '\\"' * 500_000 + _nested(200), MAX_JSON_DEPTH) is False  # all one string
+    assert time.perf_counter() - started < 1.0
+
+
+def test_read_json_input_refuses_deep_nesting_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(_nested(100_000))
+    with pytest.raises(InputDataError) as refused:
+        read_json_input(path)
+    assert str(refused.value) == (f"{path}: JSON nested deeper than 100 levels; expected the document the harness "
+                                  "writes (a few levels)")
+    path.write_text(_nested(100))
+    assert read_json_input(path) == json.loads(_nested(100))
+
+
+def test_read_json_input_reads_at_most_its_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inputfiles, "MAX_JSON_CHARS", 10)
+    path = tmp_path / "m.json"
+    path.write_text('["é", 12]\n')  # 10 characters, 11 bytes: the limit counts characters
+    assert read_json_input(path) == ["é", 12]
+    path.write_text('["é", 123]\n')
+    with pytest.raises(InputDataError) as refused:
+        read_json_input(path, "F")
+    assert str(refused.value) == ("F: more than 10 characters; expected the document the harness writes "
+                                  "(a few MB at most)")
+
+
+def test_an_endless_file_is_refused_at_the_limit() -> None:
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero here")
+    with pytest.raises(InputDataError, match=r"^/dev/zero: more than 67108864 characters"):
+        read_json_input(Path("/dev/zero"))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import RefusedError, UsageError
+from harness.errors import InputDataError, RefusedError, UsageError
 from harness.retrieval.rerank import PROVENANCE_FILE, refuse_untrained, rerank_order, reranker_provenance
 
 
@@ -46,6 +46,19 @@ def test_trained_provenance_is_read_from_the_directory(tmp_path: Path) -> None:
 def test_remote_code_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="trust_remote_code"):
         reranker_provenance(_model_dir(tmp_path, ["X"], {"auto_map": {"AutoModel": "x.Y"}}))
+
+
+@pytest.mark.parametrize("file", ["config.json", PROVENANCE_FILE])
+@pytest.mark.parametrize(("text", "problem"), [("[" * 100_000, "JSON nested deeper than 100 levels"),
+                                               ('{"a": ', "not JSON")])
+def test_a_folders_json_that_cannot_be_read_is_exit_4_naming_it(file: str, text: str, problem: str,
+                                                                tmp_path: Path) -> None:
+    # before: RecursionError or JSONDecodeError, an internal error (exit 1)
+    d = _model_dir(tmp_path, ["BertForSequenceClassification"])
+    (d / file).write_text(text)
+    with pytest.raises(InputDataError) as refused:
+        reranker_provenance(d)
+    assert str(refused.value).startswith(f"{d / file}") and problem in str(refused.value)
 
 
 def test_rerank_order_is_by_score_then_input_position() -> None:

@@ -19,7 +19,7 @@ from harness.errors import IntegrityError
 from harness.model import Corpus
 from harness.state import State, verified_identity
 from harness.state.build import build_state
-from harness.state.contents import contents_block
+from harness.state.contents import contents_block, identity_of
 from tests.test_ingest_eager import FIXTURE, HashEmbedder
 
 VECTORS = "index/vectors-header.npy"
@@ -172,6 +172,31 @@ def test_a_damaged_state_json_is_one_line(state: Path, damage: str) -> None:
         del doc[damage.removeprefix("no-")]
         path.write_text(json.dumps(doc))
     _refused(state, "state.json")
+
+
+def test_a_deeply_nested_state_json_is_damage_not_an_internal_error(state: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # before: RecursionError, an internal error (exit 1)
+    path = state / "state.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["state", "verify", "--state", str(state)]) == 5
+    assert capsys.readouterr().err == (f"ragsweep: error: {path}: JSON nested deeper than 100 levels; expected the "
+                                       "document the harness writes (a few levels); the state is damaged: rebuild it\n")
+
+
+@pytest.mark.parametrize("name", ["../../x", "/tmp/x", "Qmsum", "", 7])
+def test_a_forged_corpus_name_is_never_a_path(name: object, state: Path, tmp_path: Path) -> None:
+    """state.json's corpus name names the state's file corpora/<name>.json. A forged name whose identity was
+    re-recorded passed every digest; before, '../../x' opened a corpus planted outside the state."""
+    path = state / "state.json"
+    doc = json.loads(path.read_text())
+    doc["corpora"][0]["name"] = name
+    doc["contents"]["identity"] = identity_of(state, doc, doc["contents"]["files"])
+    path.write_text(json.dumps(doc))
+    shutil.copy(state / "corpora" / "qmsum.json", tmp_path / "x.json")  # where '../../x' leads
+    message = _refused(state, "state.json")
+    assert message == (f"{path}: corpora[0].name {name!r} is not a corpus name ([a-z0-9][a-z0-9_-]*); the state is "
+                       "damaged: rebuild it")
 
 
 @pytest.mark.parametrize("damage", ["tantivy-missing", "tantivy-cut", "corpus-missing", "docs-cut", "extra-file"])

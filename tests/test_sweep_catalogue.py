@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from harness.commands.bench import add_retrieval_flags
-from harness.errors import InputDataError, UsageError
+from harness.errors import EXIT_INPUT, InputDataError, UsageError
 from harness.sweep.catalogue import (
     CATALOGUE,
     DEFAULTS,
+    MAX_ARMS,
     Arm,
     Family,
     arm_argv,
@@ -200,6 +203,46 @@ def test_manifest_refusals(tmp_path: Path) -> None:
         load_manifest(tmp_path / "bad.json")
     with pytest.raises(InputDataError, match="no such file"):
         load_manifest(tmp_path / "absent.json")
+
+
+def _families(*sizes: int) -> dict[str, object]:
+    return {"schema": "ragsweep.catalogue/1", "families": [
+        {"name": f"f{f}", "control": f"f{f}-a0", "arms": [{"name": f"f{f}-a{i}", "axis": "x"} for i in range(n)]}
+        for f, n in enumerate(sizes)]}
+
+
+def test_a_manifest_holds_at_most_1000_arms(tmp_path: Path) -> None:
+    assert len(load_manifest(_manifest(tmp_path, _families(600, 400))).arms) == MAX_ARMS == 1000
+    with pytest.raises(InputDataError) as refused:
+        load_manifest(_manifest(tmp_path, _families(600, 401)))
+    assert str(refused.value) == (f"{tmp_path / 'm.json'}: (document): 2 families of 1001 arms in all; a manifest "
+                                  "holds at most 1000 arms: split it into several sweeps")
+
+
+def test_a_50000_arm_manifest_is_refused_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # before: counted duplicate names in quadratic time; sweep collect met a MemoryError after 58 s
+    path = _manifest(tmp_path, _families(25_000, 25_000))
+    started = time.perf_counter()
+    code = main(["sweep", "collect", "--sweep-id", "s", "--out", str(tmp_path / "var"), "--manifest", str(path)])
+    assert time.perf_counter() - started < 10
+    assert code == EXIT_INPUT
+    assert capsys.readouterr().err == (f"ragsweep: error: {path}: (document): 2 families of 50000 arms in all; a "
+                                       "manifest holds at most 1000 arms: split it into several sweeps\n")
+    assert not (tmp_path / "var").exists()
+
+
+def test_deep_json_is_refused_in_every_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # before: RecursionError, an internal error (exit 1)
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    for argv in (["sweep", "collect", "--sweep-id", "s", "--out", str(tmp_path / "var"), "--manifest", str(path)],
+                 ["sweep", "run", "--state", str(tmp_path), "--out", str(tmp_path / "var"), "--manifest", str(path)],
+                 ["agreement", "--manifest", str(path)],
+                 ["agreement", "--sweep", str(tmp_path), "--sweep-id", "s", "--catalogue", str(path)]):
+        assert main(argv) == EXIT_INPUT, argv
+        assert capsys.readouterr().err == (f"ragsweep: error: {path}: JSON nested deeper than 100 levels; expected "
+                                           "the document the harness writes (a few levels)\n"), argv
+    assert not (tmp_path / "var").exists()
 
 
 def test_family_derives_needs_reranker() -> None:

@@ -70,6 +70,13 @@ def test_a_manifest_without_a_gate_gets_the_default(tmp_path: Path) -> None:
     ({"latency": {}}, "gate.latency: a latency budget needs p95_added_ms or p95_ratio"),
     ({"latency": {"p95_ratio": 0.9}}, "gate.latency.p95_ratio: Input should be greater than or equal to 1"),
     ({"lookup_must_not_fall": True}, "gate.lookup_must_not_fall: Extra inputs are not permitted"),
+    # strict numbers (issue 51): accepted as 1.0, 0.5 and inf before
+    ({"tolerance": True}, "gate.tolerance: Input should be a valid number"),
+    ({"tolerance": "0.5"}, "gate.tolerance: Input should be a valid number"),
+    ({"tolerance": float("inf")}, "gate.tolerance: Input should be a finite number"),  # json writes Infinity
+    ({"tolerance": float("nan")}, "gate.tolerance: Input should be a finite number"),
+    ({"latency": {"p95_ratio": "1.1"}}, "gate.latency.p95_ratio: Input should be a valid number"),
+    ({"latency": {"p95_added_ms": float("inf")}}, "gate.latency.p95_added_ms: Input should be a finite number"),
 ])
 def test_a_bad_gate_field_is_refused_naming_it(tmp_path: Path, gate: dict[str, object], message: str) -> None:
     path = _with_gate(tmp_path, gate)
@@ -77,6 +84,11 @@ def test_a_bad_gate_field_is_refused_naming_it(tmp_path: Path, gate: dict[str, o
         load_manifest(path)
     text = str(e.value)
     assert "\n" not in text and text.startswith(str(path)) and message in text, text
+
+
+def test_a_whole_number_tolerance_is_still_a_number(tmp_path: Path) -> None:
+    assert load_manifest(_with_gate(tmp_path, {"tolerance": 0})).gate.tolerance == 0.0
+    assert load_manifest(_with_gate(tmp_path, {"tolerance": 0.001})).gate.tolerance == 0.001
 
 
 def test_a_bad_gate_exits_4_from_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

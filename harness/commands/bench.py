@@ -161,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
 
     check_results_folder(args.out)
     config = config_from_args(args, args.control_name)
+    if args.compare:
+        from harness.report.compare import load_metrics
+
+        load_metrics(args.compare)  # before any work: a control that cannot be read fails now, not after the run
     state = State.open(args.state)
     backend = getattr(args, "embedding_backend", None) or settings().embedding_backend
     embedder = SentenceTransformerEmbedder(args.embedding_model, backend=backend,

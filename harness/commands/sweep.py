@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.commands import count
 from harness.commands.bench import (
     add_rerank_cache_flag,
     add_rerank_device_flag,
@@ -46,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(r)
     r.add_argument("--executor", choices=["local", "k8s"], default="local")
     _launch_flags(r)
-    r.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="arms at once (default: core count)")
+    r.add_argument("--workers", type=count, default=os.cpu_count() or 1, help="arms at once (default: core count)")
     r.add_argument("--reranker", type=Path, default=None, help="cross-encoder directory for rerank-stage arms")
     add_rerank_cache_flag(r)
     add_rerank_device_flag(r)
@@ -61,9 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "has a latency budget: its verdict needs it)")
     r.add_argument("--latency-again", action="store_true",
                    help="measure latency anew even when no arm ran and latency.json already times every arm")
-    r.add_argument("--latency-sample", type=int, default=None, metavar="N",
+    r.add_argument("--latency-sample", type=count, default=None, metavar="N",
                    help="judged queries per corpus timed per run of the latency measurement (default 16)")
-    r.add_argument("--latency-passes", type=int, default=None, metavar="N",
+    r.add_argument("--latency-passes", type=count, default=None, metavar="N",
                    help="passes of control, arm 1, control, arm 2, ... (default 3; docs/sweeps.md)")
     r.set_defaults(func=run)
     c = sub.add_parser("collect", help="(re)write comparison.md/json for a sweep from its artefacts")
@@ -293,7 +294,8 @@ def _measure_latency(args: argparse.Namespace, sweep_id: str, arms: list[Arm], c
     log = logging.getLogger("harness.sweep.latency")
     store = open_store(args.out, args.s3_endpoint)
     backend: Backend = args.backend or "embedded"
-    sample, passes = args.latency_sample or DEFAULT_SAMPLE, args.latency_passes or DEFAULT_PASSES
+    sample = DEFAULT_SAMPLE if args.latency_sample is None else args.latency_sample  # 0 is refused, not defaulted
+    passes = DEFAULT_PASSES if args.latency_passes is None else args.latency_passes
     when = None if ran_any or args.latency_again else already_measured(store, sweep_id, arms, backend=backend,
                                                                         sample=sample, passes=passes)
     if when is not None:

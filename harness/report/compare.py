@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.inputfiles import parse_json_input, read_input_text
+from harness.inputfiles import read_json_input
 from harness.report.results import read_metrics
 
 
 def load_metrics(path: Path) -> dict[str, Any]:
     """The control's metrics.json as written, once it fits :class:`~harness.report.results.MetricsDoc`."""
-    doc = parse_json_input(read_input_text(path), str(path))
+    doc = read_json_input(path)
     read_metrics(doc, str(path))
     return doc

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from harness.errors import HarnessError, IntegrityError, UsageError
-from harness.inputfiles import parse_json_input, read_input_text, validate_input
+from harness.inputfiles import read_json_input, validate_input
 from harness.outputfiles import check_writable
 from harness.report.results import read_metrics
 from harness.state import read_manifest, verified_identity
@@ -91,7 +91,7 @@ class ExpectedDoc(BaseModel):
 
 
 def read_expected(path: Path) -> ExpectedDoc:
-    doc = parse_json_input(read_input_text(path), str(path))
+    doc = read_json_input(path)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise UsageError(f"--expected {path}: field schema: expected {SCHEMA!r}, got {got!r}; not a "
@@ -211,7 +211,7 @@ def run_commands(runs: Sequence[ExpectedRun], *, state: Path, work: Path, worker
             error.exit_code = done.returncode  # the command's own documented code, passed on
             raise error
         path = Path(fill(run.metrics, state=state, work=work, workers=workers))
-        metrics = read_metrics(parse_json_input(read_input_text(path), str(path)), str(path))
+        metrics = read_metrics(read_json_input(path), str(path))
         got[run.scope] = {row.query_class: {"n": row.n, **row.metrics} for row in metrics.rows if row.corpus == corpus}
     return got
 

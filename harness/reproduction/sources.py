@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.corpora.selfreport import SelfReport, read_self_report
 from harness.errors import UsageError
-from harness.inputfiles import parse_json_input, read_input_text
+from harness.inputfiles import MAX_JSON_CHARS, parse_json_input, read_input_text
 from harness.report.results import MetricsDoc, PerQueryDoc, read_metrics, read_per_query
 from harness.sweep.comparison import ComparisonDoc, read_comparison
 
@@ -78,7 +78,7 @@ class Reader:
     read: dict[str, SourceFile] = field(default_factory=dict)
 
     def _json(self, path: Path) -> Any:
-        text = read_input_text(path)
+        text = read_input_text(path, max_chars=MAX_JSON_CHARS)
         self.read.setdefault(str(path), SourceFile(str(path), hashlib.sha256(text.encode("utf-8")).hexdigest()))
         return parse_json_input(text, str(path))
 

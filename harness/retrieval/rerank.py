@@ -22,14 +22,14 @@ score cache's key and the sweep's measurement identity.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import RefusedError, UsageError
+from harness.errors import InputDataError, RefusedError, UsageError
 from harness.index.embed import _offline_env, refuse_remote_code, weights_digest
+from harness.inputfiles import read_json_input
 
 PROVENANCE_FILE = "ragsweep-reranker.json"
 
@@ -45,11 +45,13 @@ def reranker_provenance(path: Path) -> dict[str, Any]:
     digest = weights_digest(path)
     provenance_file = path / PROVENANCE_FILE
     if provenance_file.is_file():
-        info = json.loads(provenance_file.read_text(encoding="utf-8"))
+        info = read_json_input(provenance_file)  # a user's folder: bounded, and malformed JSON is exit 4
+        if not isinstance(info, dict):
+            raise InputDataError(f"{provenance_file}: expected a JSON object (what `ragsweep reranker train` writes)")
         return {"kind": "trained", "weights_sha256": digest, **info}
     config_path = path / "config.json"
-    config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.is_file() else {}
-    architectures = config.get("architectures") or []
+    config = read_json_input(config_path) if config_path.is_file() else {}
+    architectures = (config.get("architectures") if isinstance(config, dict) else None) or []
     if any("ForSequenceClassification" in a for a in architectures):
         return {"kind": "user supplied", "weights_sha256": digest, "path_name": path.name}
     return {"kind": "untrained head", "weights_sha256": digest, "path_name": path.name,

@@ -23,20 +23,22 @@ Stage modules: this one opens a state (:class:`State`); ``build`` builds one,
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import IntegrityError
+from harness.errors import InputDataError, IntegrityError
 from harness.index.documents import doc_from_record
 from harness.index.embedded import EmbeddedIndex
+from harness.inputfiles import read_json_input
 from harness.model import Chunk, Corpus
 
 STATE_SCHEMA = "ragsweep.state/2"  # /2: state.json records what the state holds (harness.state.contents)
 BUILD_SCHEMA = "ragsweep.state-build/1"
 STACK_TIMINGS = ("dispatched_at", "settle")  # the stack block's when and how long: build.json, not state.json
 _CLAIM_KEYS = ("schema", "corpora", "chunking", "index", "contents")
+CORPUS_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")  # a corpus names its file: corpora/<name>.json
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
@@ -48,9 +50,9 @@ def read_manifest(path: Path) -> dict[str, Any]:
     if not manifest_path.is_file():
         raise IntegrityError(f"{path}: not a state (no state.json); run `ragsweep state build` first")
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise IntegrityError(f"{manifest_path}: not JSON ({e}); the state is damaged: rebuild it") from e
+        manifest = read_json_input(manifest_path)  # bounded: its size and nesting (harness.inputfiles)
+    except InputDataError as e:
+        raise IntegrityError(f"{e}; the state is damaged: rebuild it") from e
     except OSError as e:
         raise IntegrityError(f"{manifest_path}: cannot be read ({e.strerror})") from e
     if not isinstance(manifest, dict):
@@ -61,7 +63,19 @@ def read_manifest(path: Path) -> dict[str, Any]:
     missing = [k for k in _CLAIM_KEYS if k not in manifest]
     if missing:
         raise IntegrityError(f"{manifest_path}: no {missing[0]!r}; the state is damaged: rebuild it")
+    _check_corpus_names(manifest["corpora"], manifest_path)
     return manifest
+
+
+def _check_corpus_names(corpora: Any, where: Path) -> None:
+    """Each corpus's name, which names a file of the state, is a corpus name: never a path out of it."""
+    if not isinstance(corpora, list) or not all(isinstance(c, dict) for c in corpora):
+        raise IntegrityError(f"{where}: corpora is not a list of objects; the state is damaged: rebuild it")
+    for i, corpus in enumerate(corpora):
+        name = corpus.get("name")
+        if not isinstance(name, str) or not CORPUS_NAME.fullmatch(name):
+            raise IntegrityError(f"{where}: corpora[{i}].name {name!r} is not a corpus name "
+                                 f"({CORPUS_NAME.pattern}); the state is damaged: rebuild it")
 
 
 def verified_identity(path: Path) -> str:
@@ -101,8 +115,8 @@ class State:
     def build_record(self) -> dict[str, Any]:
         """``build.json``: when and how long (not part of the identity); empty when absent."""
         try:
-            record = json.loads((self.path / "build.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            record = read_json_input(self.path / "build.json")
+        except (OSError, InputDataError):
             return {}
         return record if isinstance(record, dict) else {}
 

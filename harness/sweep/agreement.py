@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UsageError
+from harness.errors import InputDataError, UsageError
 from harness.sweep.catalogue import Catalogue, Family
 from harness.sweep.manifest import load_manifest
 from harness.sweep.results import ArmResults, load_from_path, load_from_store
@@ -138,14 +138,22 @@ def family_deltas(family: Family, by_name: dict[str, ArmResults], corpora: tuple
 
 
 def results_from_manifest(path: Path) -> tuple[Catalogue, list[ArmResults]]:
-    """A manifest whose arms carry ``run`` (a metrics.json, relative to the manifest's folder)."""
+    """A manifest whose arms carry ``run`` (a metrics.json, relative to the manifest's folder and inside it)."""
     catalogue = load_manifest(path)
+    folder = path.parent.resolve()
     results: list[ArmResults] = []
     for arm in catalogue.arms:
         if arm.run is None:
             results.append(ArmResults(arm=arm, status="missing", detail="no run in the manifest"))
             continue
-        results.append(load_from_path(arm, path.parent / arm.run))  # relative, no '..': Arm checks
+        run = (folder / arm.run).resolve()  # relative, no '..': Arm checks; a link is followed here
+        beside = run.with_name("per_query.json")
+        for what, target in ((repr(arm.run), run), (f"{arm.run!r}'s per_query.json", beside.resolve())):
+            if not target.is_relative_to(folder):
+                raise InputDataError(f"{path}: families[{arm.family}].arms[{arm.name}].run {what} leads to "
+                                     f"{target}, outside the manifest's folder {folder}; keep the runs inside it "
+                                     "(a link may not lead out)")
+        results.append(load_from_path(arm, run))
     return catalogue, results
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
@@ -42,6 +43,9 @@ RERANKER_STAGES = frozenset({"rerank"})
 # Axes whose arms exist to check the instrument, not to be adopted: when one of them moves,
 # the instrument moved, and the verdict says so.
 CONTROL_AXES = frozenset({"flag-inertness control", "repeatability control"})
+# The catalogue holds about 60 arms; a sweep of thousands is several sweeps (and a manifest of 50,000
+# arms, read whole, took minutes and gigabytes before anything said so).
+MAX_ARMS = 1000
 
 
 class Arm(BaseModel):
@@ -108,6 +112,10 @@ class Arm(BaseModel):
         return {**DEFAULTS, **self.config}
 
 
+def _named_twice(names: list[str]) -> list[str]:
+    return sorted(name for name, n in Counter(names).items() if n > 1)
+
+
 def _raw_stage(arm: Any) -> Any:
     if isinstance(arm, Arm):
         return arm.stage
@@ -155,7 +163,7 @@ class Family(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Family:
         names = [a.name for a in self.arms]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        duplicates = _named_twice(names)
         if duplicates:
             raise ValueError(f"arm named twice: {', '.join(duplicates)}")
         if self.control not in names:
@@ -163,9 +171,10 @@ class Family(BaseModel):
         for arm in self.arms:
             if arm.family != self.name:
                 raise ValueError(f"arm {arm.name} says family {arm.family!r} inside family {self.name!r}")
+        known = set(names)
         for treatment, baseline in self.contrasts:
             for name in (treatment, baseline):
-                if name not in names:
+                if name not in known:
                     raise ValueError(f"contrast names {name!r}, which is not an arm of the family")
         return self
 
@@ -189,6 +198,19 @@ class Catalogue(BaseModel):
     families: tuple[Family, ...]
     gate: GateSpec = DEFAULT_GATE
 
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        """At most MAX_ARMS arms, counted before any is validated."""
+        families = data.get("families") if isinstance(data, dict) else None
+        if not isinstance(families, list | tuple):
+            return data  # pydantic names what it expected
+        arms = sum(len(f["arms"]) for f in families if isinstance(f, dict) and isinstance(f.get("arms"), list | tuple))
+        if arms > MAX_ARMS or len(families) > MAX_ARMS:
+            raise ValueError(f"{len(families)} families of {arms} arms in all; a manifest holds at most {MAX_ARMS} "
+                             "arms: split it into several sweeps")
+        return data
+
     @field_validator("schema_")
     @classmethod
     def _schema(cls, value: str) -> str:
@@ -203,8 +225,7 @@ class Catalogue(BaseModel):
             if family.name in seen:
                 raise ValueError(f"family {family.name} given twice")
             seen[family.name] = family.name
-        arm_names = [a.name for f in self.families for a in f.arms]
-        duplicates = sorted({n for n in arm_names if arm_names.count(n) > 1})
+        duplicates = _named_twice([a.name for f in self.families for a in f.arms])
         if duplicates:
             raise ValueError(f"arm named in two families: {', '.join(duplicates)}")
         return self

@@ -47,8 +47,9 @@ class LatencyBudget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    p95_added_ms: float | None = Field(None, ge=0)
-    p95_ratio: float | None = Field(None, ge=1.0)
+    # strict: a number, not true or "0.5"; finite: not Infinity or NaN (Python's json reads both)
+    p95_added_ms: float | None = Field(None, ge=0, strict=True, allow_inf_nan=False)
+    p95_ratio: float | None = Field(None, ge=1.0, strict=True, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _some(self) -> LatencyBudget:
@@ -68,8 +69,9 @@ class LatencyBudget(BaseModel):
 class GateSpec(BaseModel):
     """The gate. ``measure`` on ``query_class`` must rise (delta > 0) on every corpus; every
     ``protected_measures`` on ``protected_class`` must not fall (delta >= 0) on any corpus.
-    ``tolerance``: a verdict that one delta smaller than it decides is flagged, not changed.
-    ``latency``: an optional budget against the control, read from the interleaved measurement."""
+    ``tolerance``: a verdict that one delta smaller than it decides is flagged, not changed (a finite
+    number: not a boolean, a string, Infinity or NaN). ``latency``: an optional budget against the
+    control, read from the interleaved measurement."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -77,7 +79,7 @@ class GateSpec(BaseModel):
     query_class: str = "all"
     protected_class: str = "lookup"
     protected_measures: tuple[str, ...] = RETRIEVAL_MEASURES
-    tolerance: float = Field(DEFAULT_TOLERANCE, ge=0.0)
+    tolerance: float = Field(DEFAULT_TOLERANCE, ge=0.0, strict=True, allow_inf_nan=False)
     latency: LatencyBudget | None = None
 
     @field_validator("measure", mode="before")

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from harness.errors import InputDataError
-from harness.inputfiles import read_input_text
+from harness.inputfiles import read_json_input
 from harness.sweep.catalogue import CATALOGUE, Catalogue
 
 
@@ -68,10 +68,8 @@ def parse_manifest(doc: Any, source: str) -> Catalogue:
 
 
 def read_manifest_document(path: Path) -> Any:
-    try:
-        return json.loads(read_input_text(path))
-    except json.JSONDecodeError as e:
-        raise InputDataError(f"{path}:{e.lineno}: not JSON ({e.msg})") from e
+    """The manifest's JSON, read bounded (harness.inputfiles.read_json_input: its size and nesting)."""
+    return read_json_input(path)
 
 
 def load_manifest(path: Path) -> Catalogue:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from harness.inputfiles import parse_json_input, read_input_text
+from harness.inputfiles import parse_json_input, read_json_input
 from harness.report.files import read_json_number
 from harness.report.results import read_metrics, read_per_query
 from harness.sweep.catalogue import Arm, canonical_json, config_hash
@@ -146,8 +146,7 @@ def load_from_path(arm: Arm, metrics_path: Path) -> ArmResults:
     """An arm measured elsewhere: its metrics.json, and per_query.json beside it when present."""
     if not metrics_path.exists():
         return ArmResults(arm=arm, status="missing", detail=f"{metrics_path}: no such file")
-    metrics = parse_json_input(read_input_text(metrics_path), str(metrics_path))
+    metrics = read_json_input(metrics_path)
     per_query_path = metrics_path.with_name("per_query.json")
-    per_query = (parse_json_input(read_input_text(per_query_path), str(per_query_path))
-                 if per_query_path.is_file() else None)
+    per_query = read_json_input(per_query_path) if per_query_path.is_file() else None
     return from_documents(arm, metrics, per_query, str(metrics_path.parent), metrics_file=metrics_path.name)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 from pydantic import ValidationError as PydanticValidationError
 
 from harness.errors import InputDataError
+from harness.inputfiles import MAX_JSON_DEPTH, nested_deeper_than
 from harness.model import Backend, EmbeddingBackend
 from harness.sweep.catalogue import Arm
 
@@ -99,6 +100,9 @@ class Task(BaseModel):
     @classmethod
     def from_json(cls, text: str, where: str = "the task") -> Task:
         """The task ``text`` holds; anything else is one line naming ``where`` and the field (exit 4)."""
+        if nested_deeper_than(text, MAX_JSON_DEPTH):
+            raise InputDataError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels; expected a task "
+                                 "(a few levels)")
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as e:

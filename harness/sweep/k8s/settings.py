@@ -11,7 +11,6 @@ ever in it: only the Secret's name and key names.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -19,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 from pydantic.alias_generators import to_camel
 
 from harness.errors import InputDataError
+from harness.inputfiles import parse_json_input
 from harness.model import Backend
 
 SETTINGS_SCHEMA = "ragsweep.k8s-launcher/1"
@@ -161,10 +161,7 @@ def whole_cores(resources: Resources, *, at_limit: bool = False) -> int | None:
 
 def parse_settings(text: str, source: str) -> LauncherSettings:
     """Read the chart's settings.json; errors name the source and the field on one line."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputDataError(f"{source}:{e.lineno}: not JSON ({e.msg})") from e
+    doc = parse_json_input(text, source)  # bounded nesting, one line naming the source
     try:
         return LauncherSettings.model_validate(doc)
     except PydanticValidationError as e:
