@@ -153,13 +153,14 @@ def _sweep_id(args: argparse.Namespace) -> str:
         return str(args.sweep_id)
     if args.state is None:
         raise UsageError("give --sweep-id or --state")
-    return default_sweep_id(args.arms, state_identity(args.state), args.backend or "embedded")
+    return default_sweep_id(args.arms, state_identity(args.state, args.backend or "embedded"),
+                            args.backend or "embedded")
 
 
 def show_id(args: argparse.Namespace) -> int:
     from harness.sweep.executor import default_sweep_id, state_identity
 
-    print(default_sweep_id(args.arms, state_identity(args.state), args.backend))
+    print(default_sweep_id(args.arms, state_identity(args.state, args.backend), args.backend))
     return 0
 
 

@@ -365,10 +365,12 @@ def run_from_args(args: Any, release: Release, store: ArtefactStore | None = Non
         state = Path(tmp)
         (state / "state.json").write_bytes(store.get_bytes(state_json_key(settings)))
         claim_only(state)  # the files are in the cluster: each Job verifies the state it opens
-        identity = state_identity(state)
+        identity = state_identity(state, settings.backend)
         local = Path(args.state) if args.state is not None else None
-        if local is not None and (local / "state.json").is_file() and state_identity(local) != identity:
-            print(f"note: the cluster's state ({identity[:12]}) is not --state ({state_identity(local)[:12]}): "
+        if local is not None and (local / "state.json").is_file() and \
+                state_identity(local, settings.backend) != identity:
+            print(f"note: the cluster's state ({identity[:12]}) is not --state "
+                  f"({state_identity(local, settings.backend)[:12]}): "
                   "arms are measured on the state the release's injector built", file=sys.stderr)
         catalogue = catalogue_for(args.manifest)
         arms = select_arms(catalogue, args.arms)
