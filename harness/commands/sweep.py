@@ -215,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
         process_seconds,
         state_identity,
     )
+    from harness.sweep.measured import check_sweep_measures
     from harness.sweep.procs import absolute_store, lock_out
 
     args = _settled(args)
@@ -248,10 +249,12 @@ def run(args: argparse.Namespace) -> int:
         from harness.outputfiles import check_writable
 
         check_writable(rerank_cache, "--rerank-cache")
-    state_identity(args.state)  # verified before anything is locked or written (exit 5 names the file)
+    # verified before anything is locked or written (exit 5 names the file)
+    measured = state_identity(args.state, args.backend or "embedded")
     sweep_id = _sweep_id(args)
     # one sweep at a time on this --out, from its arms to its collection (harness.sweep.procs)
     with lock_out(args.out):
+        check_sweep_measures(open_store(args.out, args.s3_endpoint), sweep_id, measured)  # one id, one measurement
         executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
                                  s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
                                  share_legs=args.share_legs, shard_queries=args.shard_queries,

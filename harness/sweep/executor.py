@@ -53,10 +53,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def state_identity(state: Path, backend: str = "embedded") -> str:
-    """What the arms are measured on, once the state's files have been checked (a state whose files
-    changed is refused, exit 5, never reused): for the embedded backend the state's measurement identity
-    (harness.state.contents: the stack's bookkeeping left out, so the laptop's and the cluster's builds of
-    one measurement share it), for another its content address (the stack block decides its numbers)."""
+    """What the arms measure, the state's files checked (exit 5 if changed): for the embedded backend its
+    measurement identity (harness.state.contents), for another its content address (the stack block counts)."""
     from harness.state import verified_identity, verified_measurement
 
     return verified_measurement(state) if check_backend(backend) == "embedded" else verified_identity(state)

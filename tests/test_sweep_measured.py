@@ -1,0 +1,78 @@
+"""One sweep id, one measurement (harness.sweep.measured): a reused sweep id never mixes states (issue 51).
+
+Before: two states run under one ``--sweep-id`` were compared by ``sweep collect`` with exit 0 ("every measured
+arm carries the same corpus/index fingerprint"), and an arm that failed on the new state kept its old-state result
+in the run's comparison (exit 8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import IntegrityError
+from harness.sweep.catalogue import CATALOGUE, config_hash
+from harness.sweep.collect import collect
+from harness.sweep.results import load_from_store
+from harness.sweep.storage import LocalFolderStore, publish_arm, publish_failure
+from tests.test_measurement_identity import built  # noqa: F401  (the tiny hash-encoded state, a fixture)
+from tests.test_sweep_collect import ARMS, FAMILY, FAST, docs, zero
+
+OLD, NEW = "b1f0b43b18bf" + "0" * 52, "30aa4378e6ad" + "1" * 52
+
+
+def _publish(store: LocalFolderStore, sweep: str, name: str, identity: str) -> None:
+    arm = ARMS[name]
+    publish_arm(store, sweep, arm, config_hash(arm, identity), docs(zero), state_identity=identity)
+
+
+def test_collect_refuses_arms_of_two_measurements_and_writes_nothing(tmp_path: Path) -> None:
+    store = LocalFolderStore(tmp_path)
+    for name in ("ctl", "win", "loss"):
+        _publish(store, "nightly", name, OLD)
+    _publish(store, "nightly", "split", NEW)
+    with pytest.raises(IntegrityError) as caught:
+        collect(store, "nightly", [ARMS[n] for n in ("ctl", "win", "loss", "split")], families=[FAMILY],
+                settings=FAST, plot=False)
+    assert str(caught.value) == ("sweep nightly: arms measured on 30aa4378e6ad (split) and b1f0b43b18bf (ctl, loss, "
+                                 "win) cannot be compared; run each measurement under its own sweep id")
+    assert not store.exists("sweeps/nightly/comparison.json")
+
+
+def test_one_measurement_is_collected_and_named_in_the_comparison(tmp_path: Path) -> None:
+    store = LocalFolderStore(tmp_path)
+    for name in ("ctl", "win"):
+        _publish(store, "nightly", name, f"{OLD}+backend:stack")
+    comparison, _ = collect(store, "nightly", [ARMS["ctl"], ARMS["win"]], families=[FAMILY], settings=FAST,
+                            plot=False)
+    assert comparison["families"][0]["checks"]["corpus_state"]["measured_on"] == OLD
+
+
+def test_an_arm_whose_last_attempt_failed_never_shows_its_older_result(tmp_path: Path) -> None:
+    store = LocalFolderStore(tmp_path)
+    _publish(store, "s", "win", OLD)
+    assert load_from_store(store, "s", ARMS["win"]).status == "complete"
+    publish_failure(store, "s", ARMS["win"], config_hash(ARMS["win"], NEW), "exit 5: the state changed")
+    result = load_from_store(store, "s", ARMS["win"])
+    assert (result.status, result.detail) == ("failed", "exit 5: the state changed")
+    assert not store.exists("sweeps/s/fam/win/complete.json")
+
+
+def test_sweep_run_refuses_a_sweep_id_holding_another_measurement_before_anything_runs(
+        built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    out = tmp_path / "out"
+    store = LocalFolderStore(out)
+    for name in ("rrf-60", "rrf-30-default", "norm-l2-arith", "rrf-30-explicit"):
+        arm = CATALOGUE.family("fusion").arm(name)
+        publish_arm(store, "nightly", arm, config_hash(arm, OLD), docs(zero), state_identity=OLD)
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    code = main(["sweep", "run", "--state", str(built), "--arms", "fusion", "--sweep-id", "nightly", "--out", str(out),
+                 "--no-latency", "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 5
+    assert "ragsweep: error: sweep nightly: it holds arms measured on b1f0b43b18bf (norm-l2-arith, rrf-30-default, " \
+           "rrf-30-explicit and 1 more), this run measures " in err
+    assert "a sweep id names one measurement (give another --sweep-id or another --out)" in err
+    assert sorted(p.relative_to(out) for p in out.rglob("*") if not p.name.startswith(".")) == \
+        [p for p in before if not p.name.startswith(".")]
