@@ -76,3 +76,25 @@ def test_sweep_run_refuses_a_sweep_id_holding_another_measurement_before_anythin
     assert "a sweep id names one measurement (give another --sweep-id or another --out)" in err
     assert sorted(p.relative_to(out) for p in out.rglob("*") if not p.name.startswith(".")) == \
         [p for p in before if not p.name.startswith(".")]
+
+
+def test_agreement_versus_refuses_two_sweeps_of_two_states(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The embedded-versus-stack comparison of one state is allowed (the agreement tests); two states are not."""
+    import json
+
+    from tests.test_agreement import run_command
+
+    store = LocalFolderStore(tmp_path / "store")
+    for sweep, identity in (("nightly", OLD), ("nightly-m2", NEW)):
+        for name in ("ctl", "win", "loss"):
+            _publish(store, sweep, name, identity)
+    catalogue = tmp_path / "catalogue.json"
+    catalogue.write_text(json.dumps({"schema": "ragsweep.catalogue/1", "families": [
+        {"name": "fam", "control": "ctl", "arms": [{"name": n, "axis": ARMS[n].axis} for n in ("ctl", "win", "loss")]}
+    ]}))
+    base = ["--sweep", str(tmp_path / "store"), "--catalogue", str(catalogue), "--sweep-id", "nightly"]
+    with pytest.raises(IntegrityError) as caught:
+        run_command([*base, "--versus", "nightly-m2", "--corpus", "qmsum"], capsys)
+    assert str(caught.value) == ("sweeps nightly and nightly-m2 measured two states (b1f0b43b18bf and 30aa4378e6ad): "
+                                 "their arms cannot be compared; run both sweeps on one state")
+    run_command(base, capsys)  # each sweep alone is one measurement

@@ -206,6 +206,7 @@ def _release() -> Release:
 def run(args: argparse.Namespace) -> int:
     from harness.errors import EXIT_PARTIAL, UsageError
     from harness.settings import settings
+    from harness.state import verified_measurement
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import (
         LocalExecutor,
@@ -249,8 +250,8 @@ def run(args: argparse.Namespace) -> int:
         from harness.outputfiles import check_writable
 
         check_writable(rerank_cache, "--rerank-cache")
-    # verified before anything is locked or written (exit 5 names the file)
-    measured = state_identity(args.state, args.backend or "embedded")
+    state_identity(args.state)  # verified before anything is locked or written (exit 5 names the file)
+    measured = verified_measurement(args.state)  # what complete.json records, whichever --backend
     sweep_id = _sweep_id(args)
     # one sweep at a time on this --out, from its arms to its collection (harness.sweep.procs)
     with lock_out(args.out):

@@ -1,12 +1,13 @@
 """One sweep id, one measurement: the identity check at every join of a sweep's results.
 
 Each arm's ``complete.json`` records ``state_measured``, the measurement identity of the state it was
-measured on (harness.sweep.executor.state_identity: for the embedded backend the state's content address
-without the stack's bookkeeping). A sweep id names one measurement, whatever name was given to it:
-``sweep run`` refuses (exit 5, before anything runs) to add arms of another measurement to a sweep that
-holds some, and ``sweep collect``, ``agreement --versus``, ``bench --compare`` and the reproduction page
-refuse to put two measurements side by side. There is no ``--force`` to mix them: another ``--sweep-id``
-or another ``--out`` keeps both.
+measured on (harness.state.verified_measurement: the state's content address without the stack's
+bookkeeping), whichever backend searched it: an embedded and a stack sweep of one state are one
+measurement by two backends, which ``agreement --versus`` compares. A sweep id names one measurement,
+whatever name was given to it: ``sweep run`` refuses (exit 5, before anything runs) to add arms of
+another measurement to a sweep that holds some, and ``sweep collect``, ``agreement``, ``bench --compare``
+and the reproduction page refuse to put two measurements side by side. There is no ``--force`` to mix
+them: another ``--sweep-id`` or another ``--out`` keeps both.
 """
 
 from __future__ import annotations
@@ -77,3 +78,12 @@ def check_one_measurement(sweep_id: str, measured: Mapping[str, str | None]) -> 
         raise IntegrityError(f"sweep {sweep_id}: arms measured on {describe(groups)} cannot be compared; run each "
                              "measurement under its own sweep id")
     return next(iter(groups), None)
+
+
+def check_versus(ids: tuple[str, str], first: Mapping[str, str | None], second: Mapping[str, str | None]) -> None:
+    """``agreement --versus``: the two sweeps' arms (name -> measurement identity) were measured on one state
+    (exit 5 otherwise; a sweep recording none, written before complete.json did, is not checked)."""
+    one, two = check_one_measurement(ids[0], first), check_one_measurement(ids[1], second)
+    if one is not None and two is not None and one != two:
+        raise IntegrityError(f"sweeps {ids[0]} and {ids[1]} measured two states ({one[:12]} and {two[:12]}): their "
+                             "arms cannot be compared; run both sweeps on one state")

@@ -243,7 +243,8 @@ def _run_forked(task: Task, store: Any, group: Any, pending: list[tuple[Arm, str
 def _run_one(task: Task, store: Any, group: Any, arm: Arm, digest: str, config: Any,
              position: int | None = None, write: Any = None) -> None:
     """Run the arm (or ``write(folder)`` its files: a merge) and publish its files, complete.json last."""
-    from harness.sweep.executor import measurement_identity, state_identity
+    from harness.state import verified_measurement
+    from harness.sweep.executor import measurement_identity
     from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES, publish_arm
 
     with tempfile.TemporaryDirectory(prefix=f"arm-{arm.name}-") as tmp:
@@ -254,7 +255,7 @@ def _run_one(task: Task, store: Any, group: Any, arm: Arm, digest: str, config: 
         files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in (*ARM_FILES, *ARM_EXTRA_FILES)}
     publish_arm(store, task.sweep_id, arm, digest, files,
                 state_identity=_identity(task, arm, measurement_identity),
-                state_measured=state_identity(task.state, task.backend))
+                state_measured=verified_measurement(task.state))
     print(f"{arm.name}: published ({digest[:12]})")
 
 
