@@ -98,3 +98,51 @@ def test_agreement_versus_refuses_two_sweeps_of_two_states(tmp_path: Path, capsy
     assert str(caught.value) == ("sweeps nightly and nightly-m2 measured two states (b1f0b43b18bf and 30aa4378e6ad): "
                                  "their arms cannot be compared; run both sweeps on one state")
     run_command(base, capsys)  # each sweep alone is one measurement
+
+
+def _control(folder: Path, runinfo: dict[str, object] | None) -> Path:
+    import json
+
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(docs(zero)["metrics.json"], encoding="utf-8")
+    if runinfo is not None:
+        (folder / "runinfo.json").write_text(json.dumps(runinfo), encoding="utf-8")
+    return folder / "metrics.json"
+
+
+def test_bench_compare_refuses_a_control_of_another_measurement_before_the_arm_runs(
+        built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    control = _control(tmp_path / "control", {"state_measured": OLD, "state": "/elsewhere"})
+    out = tmp_path / "arm"
+    code = main(["bench", "--state", str(built), "--control-name", "arm", "--out", str(out), "--compare", str(control)])
+    err = capsys.readouterr().err
+    assert code == 5, err
+    assert f"--compare {control}: its control was measured on b1f0b43b18bf" in err
+    assert "two measurements cannot be compared" in err and not out.exists()
+
+
+@pytest.mark.parametrize("runinfo", [None, {"state": "/elsewhere"}])
+def test_bench_compare_notes_a_control_that_records_no_measurement(
+        runinfo: dict[str, object] | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.bench.runinfo import check_compare
+
+    control = _control(tmp_path / "control", runinfo)
+    check_compare(control, NEW)  # not a refusal
+    assert "which state its control measured is not checked" in capsys.readouterr().err
+    check_compare(_control(tmp_path / "same", {"state_measured": NEW}), NEW)
+    assert capsys.readouterr().err == ""
+
+
+def test_a_bench_run_records_its_measurement_in_runinfo(built: Path, tmp_path: Path) -> None:  # noqa: F811
+    import json
+
+    from harness.bench.config import BenchConfig
+    from harness.bench.run import run_bench
+    from harness.state import State, verified_measurement
+    from tests.test_ingest_eager import HashEmbedder
+
+    arm = CATALOGUE.family("fusion").arm("rrf-30-default")
+    run_bench(State.open(built), BenchConfig(arm=arm.arm_config, control_name=arm.name), HashEmbedder(),
+              tmp_path / "arm")
+    runinfo = json.loads((tmp_path / "arm" / "runinfo.json").read_text(encoding="utf-8"))
+    assert runinfo["state_measured"] == verified_measurement(built)
