@@ -206,7 +206,6 @@ def _release() -> Release:
 def run(args: argparse.Namespace) -> int:
     from harness.errors import EXIT_PARTIAL, UsageError
     from harness.settings import settings
-    from harness.state import verified_measurement
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import (
         LocalExecutor,
@@ -251,11 +250,10 @@ def run(args: argparse.Namespace) -> int:
 
         check_writable(rerank_cache, "--rerank-cache")
     state_identity(args.state)  # verified before anything is locked or written (exit 5 names the file)
-    measured = verified_measurement(args.state)  # what complete.json records, whichever --backend
     sweep_id = _sweep_id(args)
     # one sweep at a time on this --out, from its arms to its collection (harness.sweep.procs)
     with lock_out(args.out):
-        check_sweep_measures(open_store(args.out, args.s3_endpoint), sweep_id, measured)  # one id, one measurement
+        check_sweep_measures(open_store(args.out, args.s3_endpoint), sweep_id, args.state)  # one id, one measurement
         executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
                                  s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
                                  share_legs=args.share_legs, shard_queries=args.shard_queries,

@@ -13,6 +13,7 @@ them: another ``--sweep-id`` or another ``--out`` keeps both.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from harness.errors import IntegrityError
@@ -59,8 +60,11 @@ def stored_measurements(store: ArtefactStore, sweep_id: str) -> dict[str, list[s
     return groups
 
 
-def check_sweep_measures(store: ArtefactStore, sweep_id: str, identity: str) -> None:
-    """Before a run adds arms: the sweep holds no arm measured on another measurement (exit 5)."""
+def check_sweep_measures(store: ArtefactStore, sweep_id: str, state: Path) -> None:
+    """Before a run adds arms of ``state``: the sweep holds no arm measured on another measurement (exit 5)."""
+    from harness.state import verified_measurement
+
+    identity = verified_measurement(state)
     other = {k: v for k, v in stored_measurements(store, sweep_id).items() if k != identity}
     if other:
         raise IntegrityError(f"sweep {sweep_id}: it holds arms measured on {describe(other)}, this run measures "

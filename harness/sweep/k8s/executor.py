@@ -39,7 +39,6 @@ from typing import Any
 
 from harness.errors import EXIT_PARTIAL, UsageError
 from harness.objectstore import StorageError
-from harness.state import verified_measurement
 from harness.state.contents import claim_only
 from harness.sweep.catalogue import Arm, config_hash
 from harness.sweep.executor import (
@@ -375,7 +374,7 @@ def run_from_args(args: Any, release: Release, store: ArtefactStore | None = Non
         catalogue = catalogue_for(args.manifest)
         arms = select_arms(catalogue, args.arms)
         sweep_id = str(args.sweep_id) if args.sweep_id else default_sweep_id(args.arms, identity, settings.backend)
-        check_sweep_measures(store, sweep_id, verified_measurement(state))  # one id, one measurement (exit 5)
+        check_sweep_measures(store, sweep_id, state)  # one sweep id, one measurement (exit 5, nothing run)
         executor = K8sExecutor(settings, namespace, batch, core, store, state, reranker=args.reranker,
                                parallelism=args.workers, timeout_s=release.timeout_s)
         publish_catalogue(store, sweep_id, catalogue)  # the collector Job reads the families from here
