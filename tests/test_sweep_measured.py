@@ -6,6 +6,7 @@ in the run's comparison (exit 8)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,6 @@ def test_sweep_run_refuses_a_sweep_id_holding_another_measurement_before_anythin
 
 def test_agreement_versus_refuses_two_sweeps_of_two_states(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The embedded-versus-stack comparison of one state is allowed (the agreement tests); two states are not."""
-    import json
 
     from tests.test_agreement import run_command
 
@@ -101,7 +101,6 @@ def test_agreement_versus_refuses_two_sweeps_of_two_states(tmp_path: Path, capsy
 
 
 def _control(folder: Path, runinfo: dict[str, object] | None) -> Path:
-    import json
 
     folder.mkdir(parents=True)
     (folder / "metrics.json").write_text(docs(zero)["metrics.json"], encoding="utf-8")
@@ -134,7 +133,6 @@ def test_bench_compare_notes_a_control_that_records_no_measurement(
 
 
 def test_a_bench_run_records_its_measurement_in_runinfo(built: Path, tmp_path: Path) -> None:  # noqa: F811
-    import json
 
     from harness.bench.config import BenchConfig
     from harness.bench.run import run_bench
@@ -146,3 +144,19 @@ def test_a_bench_run_records_its_measurement_in_runinfo(built: Path, tmp_path: P
               tmp_path / "arm")
     runinfo = json.loads((tmp_path / "arm" / "runinfo.json").read_text(encoding="utf-8"))
     assert runinfo["state_measured"] == verified_measurement(built)
+
+
+def test_the_reproduction_page_refuses_sweeps_of_two_measurements(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.reproduction_fixtures import publish_sweep
+
+    publish_sweep(tmp_path, "fusion-b1f0b43b18bf", ("fusion",), state=OLD)
+    publish_sweep(tmp_path, "budget-30aa4378e6ad", ("budget",), state=NEW)
+    out = tmp_path / "page.md"
+    assert main(["report", "reproduction", "--sweeps", str(tmp_path), "--bench-dir", str(tmp_path / "bench"),
+                 "--out", str(out)]) == 5
+    assert ("the page's sweeps were measured on two states: 30aa4378e6ad (budget-30aa4378e6ad) and b1f0b43b18bf "
+            "(fusion-b1f0b43b18bf); a page shows one measurement") in capsys.readouterr().err
+    assert not out.exists()
+    comparison = json.loads((tmp_path / "sweeps" / "budget-30aa4378e6ad" / "comparison.json").read_text())
+    assert comparison["families"][0]["checks"]["corpus_state"]["measured_on"] == NEW
