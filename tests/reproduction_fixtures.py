@@ -102,7 +102,7 @@ def arm_values(name: str, corpora: tuple[str, ...]) -> dict[str, float]:
 
 
 def publish_sweep(root: Path, sweep_id: str, families: tuple[str, ...],
-                  corpora: tuple[str, ...] = ("qmsum", "synthetic")) -> LocalFolderStore:
+                  corpora: tuple[str, ...] = ("qmsum", "synthetic"), state: str = STATE) -> LocalFolderStore:
     store = LocalFolderStore(root)
     arms: list[Arm] = []
     for family in families:
@@ -114,9 +114,9 @@ def publish_sweep(root: Path, sweep_id: str, families: tuple[str, ...],
             metrics, per_query = metrics_doc(arm_values(arm.name, corpora), retrieval)
             files = {"metrics.json": dumps(metrics), "metrics.md": "# x\n", "per_query.json": dumps(per_query),
                      "runinfo.json": dumps({"elapsed_seconds": 1.0})}
-            publish_arm(store, sweep_id, arm, config_hash(arm, STATE), files, state_identity=STATE)
+            publish_arm(store, sweep_id, arm, config_hash(arm, state), files, state_identity=state)
             arms.append(arm)
-    collect(store, sweep_id, arms, state_identity=STATE, settings=FAST, plot=False)
+    collect(store, sweep_id, arms, state_identity=state, settings=FAST, plot=False)
     return store
 
 

@@ -361,7 +361,8 @@ def test_versus_compares_one_corpus_across_two_sweeps(tmp_path: Path, capsys: py
             doc = {**metrics({("synthetic", "all"): values[arm.name]}), "retrieval": {"backend": backend}}
             files = {"metrics.json": dumps(doc), "metrics.md": "", "runinfo.json": "{}\n",
                      "per_query.json": dumps({"schema": "ragsweep.per_query/1", "queries": {}})}
-            publish_arm(store, sweep, arm, config_hash(arm, backend), files, state_identity=backend)
+            publish_arm(store, sweep, arm, config_hash(arm, f"st+backend:{backend}"), files,
+                        state_identity=f"st+backend:{backend}")  # one state, two backends
     catalogue = tmp_path / "catalogue.json"
     catalogue.write_text(json.dumps({"schema": "ragsweep.catalogue/1", "families": [
         {"name": "f", "control": "ctl", "arms": [{"name": a.name, "axis": a.axis} for a in arms]}]}))
@@ -395,7 +396,8 @@ def test_versus_over_two_corpora_gives_one_analysis_per_corpus(tmp_path: Path,
             doc = {**metrics(cells), "retrieval": {"backend": backend}}
             files = {"metrics.json": dumps(doc), "metrics.md": "", "runinfo.json": "{}\n",
                      "per_query.json": dumps({"schema": "ragsweep.per_query/1", "queries": {}})}
-            publish_arm(store, sweep, arm, config_hash(arm, backend), files, state_identity=backend)
+            publish_arm(store, sweep, arm, config_hash(arm, f"st+backend:{backend}"), files,
+                        state_identity=f"st+backend:{backend}")  # one state, two backends
     catalogue = tmp_path / "catalogue.json"
     catalogue.write_text(json.dumps({"schema": "ragsweep.catalogue/1", "families": [
         {"name": "f", "control": "ctl", "arms": [{"name": a.name, "axis": a.axis} for a in arms]}]}))

@@ -28,6 +28,7 @@ from harness.report.files import write_files
 from harness.report.results import Claim, build_metrics
 from harness.retrieval.chunks import HybridRetriever
 from harness.state import State
+from harness.state.contents import measured
 
 
 def run_bench(state: State, config: BenchConfig, embedder: Embedder, out: Path,
@@ -132,6 +133,7 @@ def write_arm(context: ArmContext, config: BenchConfig, out: Path, outcomes: dic
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "host": platform.node(),
         "state": str(state.path),
+        "state_measured": measured(state.path, state.manifest),
         "workers": config.workers,
         "retrieval_latency_ms": {**latency, "concurrency": config.workers},
     }

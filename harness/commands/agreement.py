@@ -46,6 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _measured(results: Any) -> dict[str, str | None]:
+    """Arm name -> the measurement identity its complete.json records (harness.sweep.measured)."""
+    return {r.arm.name: r.measured_on for r in results if r.complete}
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.metrics.measures import parse_measure
     from harness.report.files import dumps
@@ -60,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from harness.sweep.catalogue import CATALOGUE
     from harness.sweep.manifest import emit_manifest, load_manifest
+    from harness.sweep.measured import check_one_measurement, check_versus
     from harness.sweep.storage import LocalFolderStore
 
     if args.emit_manifest:
@@ -77,10 +83,12 @@ def run(args: argparse.Namespace) -> int:
         catalogue = load_manifest(args.catalogue) if args.catalogue else CATALOGUE
         results = results_from_store(LocalFolderStore(args.sweep), args.sweep_id, catalogue)
         other = results_from_store(LocalFolderStore(args.sweep), args.versus, catalogue) if args.versus else []
+        check_one_measurement(args.sweep_id, _measured(results))  # one sweep id, one measurement (exit 5)
         catalogue = ran_families(catalogue, [*results, *other])
         if args.versus:
             if args.corpora:
                 raise UsageError("--corpora compares two corpora in one sweep; with --versus name one --corpus")
+            check_versus((args.sweep_id, args.versus), _measured(results), _measured(other))
             # One analysis per corpus both sweeps measured (or the one --corpus names): the backends compared
             # on each corpus apart, never pooled across corpora.
             names: list[str | None] = [args.corpus] if args.corpus else [*shared_corpora(results, other)] or [None]

@@ -155,9 +155,11 @@ def check_results_folder(out: Path) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.bench.run import run_bench
+    from harness.bench.runinfo import check_compare
     from harness.index.embed import SentenceTransformerEmbedder
     from harness.settings import settings
     from harness.state import State
+    from harness.state.contents import measured
 
     check_results_folder(args.out)
     config = config_from_args(args, args.control_name)
@@ -166,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
 
         load_metrics(args.compare)  # before any work: a control that cannot be read fails now, not after the run
     state = State.open(args.state)
+    if args.compare:  # one measurement: a control of another state is refused before the arm runs (exit 5)
+        check_compare(args.compare, measured(state.path, state.manifest))
     backend = getattr(args, "embedding_backend", None) or settings().embedding_backend
     embedder = SentenceTransformerEmbedder(args.embedding_model, backend=backend,
                                            onnx_dir=Path(settings().onnx_cache))

@@ -154,13 +154,14 @@ def _sweep_id(args: argparse.Namespace) -> str:
         return str(args.sweep_id)
     if args.state is None:
         raise UsageError("give --sweep-id or --state")
-    return default_sweep_id(args.arms, state_identity(args.state), args.backend or "embedded")
+    return default_sweep_id(args.arms, state_identity(args.state, args.backend or "embedded"),
+                            args.backend or "embedded")
 
 
 def show_id(args: argparse.Namespace) -> int:
     from harness.sweep.executor import default_sweep_id, state_identity
 
-    print(default_sweep_id(args.arms, state_identity(args.state), args.backend))
+    print(default_sweep_id(args.arms, state_identity(args.state, args.backend), args.backend))
     return 0
 
 
@@ -215,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
         process_seconds,
         state_identity,
     )
+    from harness.sweep.measured import check_sweep_measures
     from harness.sweep.procs import absolute_store, lock_out
 
     args = _settled(args)
@@ -252,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
     sweep_id = _sweep_id(args)
     # one sweep at a time on this --out, from its arms to its collection (harness.sweep.procs)
     with lock_out(args.out):
+        check_sweep_measures(open_store(args.out, args.s3_endpoint), sweep_id, args.state)  # one id, one measurement
         executor = LocalExecutor(state=args.state, store_spec=args.out, workers=args.workers, reranker=args.reranker,
                                  s3_endpoint=args.s3_endpoint, backend=args.backend or "embedded", catalogue=catalogue,
                                  share_legs=args.share_legs, shard_queries=args.shard_queries,

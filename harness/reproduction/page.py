@@ -60,6 +60,7 @@ from harness.reproduction.sources import (
     choose_sweep,
     comparisons,
     control_run,
+    one_measurement,
     self_report,
 )
 from harness.reproduction.stage4 import stage4_sections
@@ -101,6 +102,7 @@ def build_page(inputs: ReproductionInputs, tables: MethodologyTables | None = No
     others: dict[str, list[Comparison]] = {}
     for family in (*FAMILY_TABLES, "embedding"):
         chosen[family], others[family] = choose_sweep(found, family)
+    one_measurement(list(chosen.values()))  # one page, one measurement (exit 5)
 
     stage1 = stage1_runs(runs, tuple(SCOPE_TABLES))
     scope = {s: (stage1.run(s, STATES[0][0]), stage1.others[s][STATES[0][0]]) for s in SCOPE_TABLES}

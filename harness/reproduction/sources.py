@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.corpora.selfreport import SelfReport, read_self_report
-from harness.errors import UsageError
+from harness.errors import IntegrityError, UsageError
 from harness.inputfiles import MAX_JSON_CHARS, parse_json_input, read_input_text
 from harness.report.results import MetricsDoc, PerQueryDoc, read_metrics, read_per_query
 from harness.sweep.comparison import ComparisonDoc, read_comparison
+from harness.sweep.measured import describe
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,21 @@ def choose_sweep(found: Sequence[Comparison], family: str) -> tuple[Comparison |
     if not ranked:
         return None, []
     return ranked[0], ranked[1:]
+
+
+def one_measurement(chosen: Sequence[Comparison | None]) -> None:
+    """The sweeps the page's tables come from were measured on one state: by the measurement identity each
+    comparison.json records (``checks.corpus_state.measured_on``; one collected before it did is not
+    checked). Two are refused (exit 5): a page shows one measurement."""
+    groups: dict[str, set[str]] = {}
+    for comparison in (c for c in chosen if c is not None):
+        for family in comparison.doc.families:
+            measured = (family.checks.get("corpus_state") or {}).get("measured_on")
+            if isinstance(measured, str):
+                groups.setdefault(measured, set()).add(comparison.sweep_id)
+    if len(groups) > 1:
+        raise IntegrityError(f"the page's sweeps were measured on two states: {describe(groups)}; a page shows one "
+                             "measurement: pin sweeps of one state with --sweep-id")
 
 
 def control_run(reader: Reader, inputs: ReproductionInputs, comparison: Comparison, family: str) -> Run | None:

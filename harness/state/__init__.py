@@ -86,6 +86,16 @@ def verified_identity(path: Path) -> str:
     return verify(path, read_manifest(path))
 
 
+def verified_measurement(path: Path) -> str:
+    """The state's measurement identity (what decides an embedded arm's numbers: harness.state.contents),
+    once every file has been checked (exit 5 as :func:`verified_identity`)."""
+    from harness.state.contents import measured, verify
+
+    manifest = read_manifest(path)
+    verify(path, manifest)
+    return measured(path, manifest)
+
+
 @dataclass
 class State:
     """An opened, read-only corpus state, verified against what it was built with."""

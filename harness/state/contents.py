@@ -14,6 +14,13 @@ replaced by that segment's digest (``.managed.json``, a list of those names, is 
 addressed). ``ingest.json`` records how the ingest tasks ran (run id, workers): checked, not
 addressed.
 
+The **measurement identity** (``contents.measured``) is the same address over a claim without the
+stack's bookkeeping (``backend`` and the ``stack`` block: where else the state was indexed, which an
+embedded arm never reads): what decides an embedded arm's numbers is the vectors, documents, index
+contents and corpora. A state built with ``--backend stack`` (the cluster's injector) and one built
+in-process from the same corpora share it, so their sweeps share a sweep id; for a state without that
+bookkeeping it equals the identity. A state built before it was recorded measures under its identity.
+
 Opening a state (:func:`verify`) hashes every file once per process (about 1 GB/s here) and checks
 each vector file for its shape, dtype, finiteness and unit norm; ``ragsweep state verify`` runs the
 same check and prints each file's verdict. The vectors' bits are what the identity sees: the same
@@ -46,6 +53,7 @@ _LOCK = re.compile(r"^index/tantivy/\.tantivy-[\w-]+\.lock$")  # tantivy's empty
 _SEGMENT = re.compile(r"^index/tantivy/([0-9a-f]{32})\.(\w+)$")
 _VERIFIED: dict[tuple[str, tuple[tuple[str, int, int, int], ...]], str] = {}
 _CLAIM_ONLY: set[str] = set()
+BOOKKEEPING = ("backend", "stack")  # the claim's keys that no embedded arm reads (the stack's, docs/states.md)
 
 
 def claim_only(folder: Path) -> None:
@@ -103,11 +111,27 @@ def identity_of(folder: Path, manifest: Mapping[str, Any], files: Mapping[str, M
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def measurement_identity_of(folder: Path, manifest: Mapping[str, Any], files: Mapping[str, Mapping[str, Any]]) -> str:
+    """The state's measurement identity: its content address without the stack's bookkeeping (the module
+    docstring); the identity itself for a state without it."""
+    return identity_of(folder, {k: v for k, v in manifest.items() if k not in BOOKKEEPING}, files)
+
+
 def contents_block(folder: Path, manifest: Mapping[str, Any]) -> dict[str, Any]:
     """The ``contents`` block of a state just built in ``folder`` (vectors checked first)."""
     check_vectors(folder, manifest)
     files = record_files(folder)
-    return {"schema": CONTENTS_SCHEMA, "files": files, "identity": identity_of(folder, manifest, files)}
+    return {"schema": CONTENTS_SCHEMA, "files": files, "identity": identity_of(folder, manifest, files),
+            "measured": measurement_identity_of(folder, manifest, files)}
+
+
+def measured(folder: Path, manifest: Mapping[str, Any]) -> str:
+    """The measurement identity of a state :func:`verify` has checked: the one ``contents.measured``
+    records, or, for a state built before it was recorded, its identity (the launcher's claim-only copy
+    and every Job that opens the state agree either way)."""
+    contents = manifest["contents"]
+    recorded = contents.get("measured")
+    return str(recorded) if isinstance(recorded, str) else str(contents["identity"])
 
 
 def check_vectors(folder: Path, manifest: Mapping[str, Any]) -> None:
@@ -185,6 +209,10 @@ def verify(folder: Path, manifest: Mapping[str, Any], *, report: list[tuple[str,
     if identity != contents.get("identity"):
         raise IntegrityError(f"{where}: its claim was edited after the build (the contents give identity "
                              f"{identity[:12]}, it records {str(contents.get('identity'))[:12]}); rebuild the state")
+    if "measured" in contents and contents["measured"] != measurement_identity_of(folder, manifest, recorded):
+        raise IntegrityError(f"{where}: contents.measured was edited after the build (the contents give "
+                             f"{measurement_identity_of(folder, manifest, recorded)[:12]}, it records "
+                             f"{str(contents['measured'])[:12]}); rebuild the state")
     check_vectors(folder, manifest)
     _VERIFIED[key] = identity
     return identity

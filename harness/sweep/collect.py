@@ -24,6 +24,7 @@ from harness.sweep.comparison import COMPARISON_SCHEMA, ComparisonDoc
 from harness.sweep.gate import ALPHA, CLASS_ORDER, NOT_COMPARABLE, WIN, find_cell, verdict
 from harness.sweep.gatespec import DEFAULT_GATE, GateSpec
 from harness.sweep.markdown import render_comparison
+from harness.sweep.measured import check_one_measurement
 from harness.sweep.results import ArmResults, load_from_store, state_fingerprint
 from harness.sweep.stats import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, holm, paired_tests
 from harness.sweep.storage import ArtefactStore, sweep_prefix
@@ -89,6 +90,8 @@ def _status_entry(result: ArmResults) -> dict[str, Any]:
 
 
 def _state_check(results: Sequence[ArmResults], control: str) -> dict[str, Any]:
+    """The arms' fingerprints (what metrics.json says the state was) and ``measured_on``, the measurement
+    identity their complete.json records (one: :func:`collect` refuses two; None when none recorded)."""
     fingerprints = {r.arm.name: state_fingerprint(r.metrics or {}) for r in results if r.complete}
     groups: dict[str, list[str]] = {}
     for name, fp in fingerprints.items():
@@ -99,8 +102,10 @@ def _state_check(results: Sequence[ArmResults], control: str) -> dict[str, Any]:
             parts = [p for p in fp if p != "state" and fp[p] != fingerprints[control][p]]
             if parts:
                 differing[name] = parts
-    return {"same": len(groups) <= 1, "groups": {k[:16]: sorted(v) for k, v in sorted(groups.items())},
-            "differs_from_control": differing}
+    measured = sorted({r.measured_on for r in results if r.complete and r.measured_on is not None})
+    return {"same": len(groups) <= 1 and len(measured) <= 1,
+            "groups": {k[:16]: sorted(v) for k, v in sorted(groups.items())},
+            "differs_from_control": differing, "measured_on": measured[0] if len(measured) == 1 else None}
 
 
 def _query_check(results: Sequence[ArmResults], control: ArmResults | None) -> dict[str, Any]:
@@ -255,6 +260,8 @@ def collect(store: ArtefactStore, sweep_id: str, catalogue_arms: Sequence[Arm], 
     wanted = {a.name for a in catalogue_arms}
     arms = [a for f in chosen for a in f.arms if a.name in wanted or a.name == f.control]
     results = [load_from_store(store, sweep_id, a, state_identity=state_identity) for a in arms]
+    # one sweep id, one measurement: two are never compared, whatever the fingerprints say (exit 5, nothing written)
+    check_one_measurement(sweep_id, {r.arm.name: r.measured_on for r in results if r.complete})
     comparison = build_comparison(results, chosen, sweep_id, settings, gate)
     prefix = sweep_prefix(sweep_id)
     png_note = None

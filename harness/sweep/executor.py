@@ -52,12 +52,12 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def state_identity(state: Path) -> str:
-    """The state's content address (harness.state.contents), once its files have been checked against
-    it: what the arms are measured on. A state whose files changed is refused (exit 5), never reused."""
-    from harness.state import verified_identity
+def state_identity(state: Path, backend: str = "embedded") -> str:
+    """What the arms measure, the state's files checked (exit 5 if changed): for the embedded backend its
+    measurement identity (harness.state.contents), for another its content address (the stack block counts)."""
+    from harness.state import verified_identity, verified_measurement
 
-    return verified_identity(state)
+    return verified_measurement(state) if check_backend(backend) == "embedded" else verified_identity(state)
 
 
 def check_backend(backend: str) -> str:
@@ -68,7 +68,7 @@ def check_backend(backend: str) -> str:
 
 def legs_identity(state: Path, backend: str = "embedded") -> str:
     """What a group's legs are true of: the state, and the search backend when it is not the embedded default."""
-    identity = state_identity(state)
+    identity = state_identity(state, backend)
     if check_backend(backend) != "embedded":
         identity += f"+backend:{backend}"
     return identity

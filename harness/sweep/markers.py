@@ -29,6 +29,7 @@ class CompleteMarker(_Marker):
     schema_: Literal["ragsweep.complete/1"] = Field(alias="schema")
     config: dict[str, Any]
     state_identity: StrictStr | None
+    state_measured: StrictStr | None = None  # the state's measurement identity (harness.sweep.measured)
     files: dict[str, StrictStr]
 
 

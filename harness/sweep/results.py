@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -17,6 +17,7 @@ from harness.inputfiles import parse_json_input, read_json_input
 from harness.report.files import read_json_number
 from harness.report.results import read_metrics, read_per_query
 from harness.sweep.catalogue import Arm, canonical_json, config_hash
+from harness.sweep.measured import measured_on
 from harness.sweep.storage import (
     ArtefactStore,
     MissingArtefactError,
@@ -46,6 +47,7 @@ class ArmResults:
     per_query: Mapping[str, Any] | None = None
     rows: Mapping[tuple[str, str], Mapping[str, float]] = field(default_factory=dict)
     row_n: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    measured_on: str | None = None  # the measurement identity complete.json records (harness.sweep.measured)
 
     @property
     def complete(self) -> bool:
@@ -126,7 +128,7 @@ def load_from_store(store: ArtefactStore, sweep_id: str, arm: Arm, *,
                                   for name in ("metrics.json", "per_query.json"))
         except MissingArtefactError as e:  # deleted between the check and the read
             return ArmResults(arm=arm, status="incomplete", detail=str(e))
-        return from_documents(arm, metrics, per_query, where)
+        return replace(from_documents(arm, metrics, per_query, where), measured_on=measured_on(marker or {}))
     failure = read_failure(store, sweep_id, arm)
     if failure is not None:
         error = str(failure.get("error", "(no error recorded)"))

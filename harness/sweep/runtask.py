@@ -243,6 +243,7 @@ def _run_forked(task: Task, store: Any, group: Any, pending: list[tuple[Arm, str
 def _run_one(task: Task, store: Any, group: Any, arm: Arm, digest: str, config: Any,
              position: int | None = None, write: Any = None) -> None:
     """Run the arm (or ``write(folder)`` its files: a merge) and publish its files, complete.json last."""
+    from harness.state import verified_measurement
     from harness.sweep.executor import measurement_identity
     from harness.sweep.storage import ARM_EXTRA_FILES, ARM_FILES, publish_arm
 
@@ -253,7 +254,8 @@ def _run_one(task: Task, store: Any, group: Any, arm: Arm, digest: str, config: 
             group.run(config, Path(tmp), position=position)
         files = {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in (*ARM_FILES, *ARM_EXTRA_FILES)}
     publish_arm(store, task.sweep_id, arm, digest, files,
-                state_identity=_identity(task, arm, measurement_identity))
+                state_identity=_identity(task, arm, measurement_identity),
+                state_measured=verified_measurement(task.state))
     print(f"{arm.name}: published ({digest[:12]})")
 
 

@@ -117,9 +117,9 @@ def is_complete(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash: str)
 
 
 def publish_arm(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash: str, files: Mapping[str, str], *,
-                state_identity: str | None = None) -> None:
+                state_identity: str | None = None, state_measured: str | None = None) -> None:
     """Write the four artefacts (and any of ARM_EXTRA_FILES given), then ``complete.json``
-    (their sha256s and the config hash) last."""
+    (their sha256s, the config hash and the measurement identity ``state_measured``) last."""
     missing = [name for name in ARM_FILES if name not in files]
     extra = sorted(set(files) - set(ARM_FILES) - set(ARM_EXTRA_FILES))
     if missing or extra:
@@ -137,14 +137,17 @@ def publish_arm(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash: str,
         "config_hash": config_hash,
         "state_identity": state_identity,
         "files": {name: sha256_text(files[name]) for name in names},
+        **({} if state_measured is None else {"state_measured": state_measured}),
     }
     CompleteMarker.model_validate(marker)
     store.put_text(arm_key(sweep_id, arm, COMPLETE_MARKER), json.dumps(marker, indent=2, sort_keys=True) + "\n")
 
 
 def publish_failure(store: ArtefactStore, sweep_id: str, arm: Arm, config_hash: str, error: str) -> None:
-    """The executor's record that an arm ran and failed (the collector lists it by name)."""
+    """The executor's record that an arm ran and failed (the collector lists it by name). The arm's older
+    complete.json goes first: an arm whose last attempt failed reads as failed, never as its older result."""
     marker = {"schema": FAILED_SCHEMA, "arm": arm.name, "family": arm.family, "config_hash": config_hash,
               "error": error}
     FailedMarker.model_validate(marker)
+    store.delete(arm_key(sweep_id, arm, COMPLETE_MARKER))
     store.put_text(arm_key(sweep_id, arm, FAILED_MARKER), json.dumps(marker, indent=2, sort_keys=True) + "\n")

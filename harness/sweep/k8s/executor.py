@@ -54,6 +54,7 @@ from harness.sweep.k8s.plan import plan_legs, plan_scores
 from harness.sweep.k8s.settings import SETTINGS_KEY, LauncherSettings, parse_settings, rerank_scorer
 from harness.sweep.k8s.submit import RetryPolicy, call_api, create_job, delete_job
 from harness.sweep.k8s.watch import STUCK_REASONS, JobResult, JobWatcher, WatchTimeout
+from harness.sweep.measured import check_sweep_measures
 from harness.sweep.storage import ArtefactStore, incomplete_reason, is_complete, publish_failure, read_failure
 
 DEFAULT_TIMEOUT_S = 6 * 3600.0
@@ -343,10 +344,9 @@ def read_settings(core: Any, namespace: str, name: str, policy: RetryPolicy | No
 
 
 def run_from_args(args: Any, release: Release, store: ArtefactStore | None = None) -> int:
-    """``ragsweep sweep run --executor k8s``: the release is ``release.namespace`` and
-    ``release.launcher_config``; the store is reached at ``release.s3_endpoint`` (a port-forward)
-    when the launcher runs outside the cluster, or is ``store`` (harness.sweep.k8s.launch: the
-    release's own, with its Secret's credentials)."""
+    """``ragsweep sweep run --executor k8s``: the release is ``release.namespace`` and ``release.launcher_config``;
+    the store is reached at ``release.s3_endpoint`` (a port-forward) when the launcher runs outside the cluster,
+    or is ``store`` (harness.sweep.k8s.launch: the release's own, with its Secret's credentials)."""
     from harness.sweep.catalogue import select_arms
     from harness.sweep.executor import catalogue_for, open_store, publish_catalogue
 
@@ -365,14 +365,16 @@ def run_from_args(args: Any, release: Release, store: ArtefactStore | None = Non
         state = Path(tmp)
         (state / "state.json").write_bytes(store.get_bytes(state_json_key(settings)))
         claim_only(state)  # the files are in the cluster: each Job verifies the state it opens
-        identity = state_identity(state)
+        identity = state_identity(state, settings.backend)
         local = Path(args.state) if args.state is not None else None
-        if local is not None and (local / "state.json").is_file() and state_identity(local) != identity:
-            print(f"note: the cluster's state ({identity[:12]}) is not --state ({state_identity(local)[:12]}): "
+        mine = state_identity(local, settings.backend) if local and (local / "state.json").is_file() else identity
+        if mine != identity:
+            print(f"note: the cluster's state ({identity[:12]}) is not --state ({mine[:12]}): "
                   "arms are measured on the state the release's injector built", file=sys.stderr)
         catalogue = catalogue_for(args.manifest)
         arms = select_arms(catalogue, args.arms)
         sweep_id = str(args.sweep_id) if args.sweep_id else default_sweep_id(args.arms, identity, settings.backend)
+        check_sweep_measures(store, sweep_id, state)  # one sweep id, one measurement (exit 5, nothing run)
         executor = K8sExecutor(settings, namespace, batch, core, store, state, reranker=args.reranker,
                                parallelism=args.workers, timeout_s=release.timeout_s)
         publish_catalogue(store, sweep_id, catalogue)  # the collector Job reads the families from here
@@ -391,8 +393,7 @@ def run_from_args(args: Any, release: Release, store: ArtefactStore | None = Non
         local = Path(args.out) / key
         local.parent.mkdir(parents=True, exist_ok=True)
         local.write_bytes(store.get_bytes(key))
-        for extra in ("comparison.json",):
-            local.with_name(extra).write_bytes(store.get_bytes(f"sweeps/{sweep_id}/{extra}"))
+        local.with_name("comparison.json").write_bytes(store.get_bytes(f"sweeps/{sweep_id}/comparison.json"))
         print(f"comparison: {local} (from {store.describe()}/{key})")
     else:
         print(f"comparison: {store.describe()}/{key}")
