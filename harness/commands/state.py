@@ -121,7 +121,7 @@ def build(args: argparse.Namespace) -> int:
     from harness.index.encoder import Batching
     from harness.outputfiles import check_writable, writing
     from harness.settings import settings
-    from harness.state.build import build_state
+    from harness.state.build import build_state, check_sources
     from harness.synthetic.folders import check_destination
 
     # before reading a corpus or loading a model: --out is one build_state may replace, and writable
@@ -133,6 +133,7 @@ def build(args: argparse.Namespace) -> int:
         raise UsageError(f"--manifest for {', '.join(unknown)} without a matching --corpus")
     corpora = [_read(name, Path(folder), Path(manifests[name]) if name in manifests else None)
                for name, folder in folders.items()]
+    check_sources(corpora, {name: Path(folder) for name, folder in folders.items()})  # exit 4 or 7
     in_process = args.dispatch is None and args.store == "sqlite"
     # uncached, the ingest tasks encode one file per call, where one-length batches would mostly be
     # fill copies: they keep sentence-transformers' encode(), as their workers do (embedder_for);

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.corpora.checks import check_corpora
 from harness.errors import IntegrityError
 from harness.index.documents import doc_from_record
 from harness.index.embedded import EmbeddedIndex
@@ -95,6 +96,11 @@ class State:
                 corpora.append(Corpus.model_validate_json(file.read_text(encoding="utf-8")))
             except (ValueError, OSError) as e:  # verified above: only a state built wrong gets here
                 raise IntegrityError(f"{file}: not a corpus ({str(e).splitlines()[0]}); rebuild the state") from e
+        # the rules state build applied (harness.corpora.checks): a state built before it did, or whose
+        # corpus copy was edited and its digests re-recorded, is refused, not measured
+        check_corpora(corpora, {c.name: str(path / "corpora" / f"{c.name}.json") for c in corpora},
+                      advice="the state holds a corpus that breaks them: rebuild it from a corpus that passes "
+                             "(`ragsweep state build --force`)")
         return cls(path=path, manifest=manifest, corpora=corpora, index=EmbeddedIndex(path / "index"),
                    identity=identity)
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.corpora.checks import check_corpora
 from harness.corpora.integrity import checksum_digest
 from harness.errors import UsageError
 from harness.index.chunking import ChunkingPolicy
@@ -78,6 +79,20 @@ def corpus_summary(corpus: Corpus) -> dict[str, Any]:
             "seed": corpus.seed}
 
 
+def check_sources(corpora: Sequence[Corpus], folders: Mapping[str, Path]) -> None:
+    """What ``state build`` checks of the corpora it read from ``folders`` (name -> folder), before it loads
+    a model: the id and gold rules of harness.corpora.checks (exit 4, naming the folder), then, for the
+    synthetic tier, its own validator's ten checks, every gold set re-derived from the text (exit 7): a
+    corpus whose files were edited and their sha256 re-recorded in corpus.json reads, but does not pass."""
+    check_corpora(corpora, {name: str(folder) for name, folder in folders.items()})
+    from harness.synthetic.formats import CORPUS_NAME
+    from harness.synthetic.validate import validate_or_raise
+
+    for corpus in corpora:
+        if corpus.name == CORPUS_NAME and corpus.name in folders:
+            validate_or_raise(Path(folders[corpus.name]))
+
+
 def build_state(
     out: Path,
     corpora: Sequence[Corpus],
@@ -112,6 +127,7 @@ def build_state(
     names = [c.name for c in corpora]
     if len(set(names)) != len(names):
         raise UsageError(f"corpus given twice: {', '.join(names)}")
+    check_corpora(corpora)  # what is indexed: ids and gold (the command checked them already, naming folders)
     check_destination(out, force=force, marker="state.json", kind="state")
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
