@@ -116,16 +116,24 @@ def verify(args: argparse.Namespace) -> int:
 
 
 def build(args: argparse.Namespace) -> int:
+    from harness.state.lock import build_lock
+    from harness.synthetic.folders import check_destination
+
+    # before reading a corpus or loading a model: no other build is writing --out (its lock), and --out is
+    # one build_state may replace, and writable
+    with build_lock(args.out):
+        check_destination(args.out, force=args.force, marker="state.json", kind="state")
+        return _build(args)
+
+
+def _build(args: argparse.Namespace) -> int:
     from harness.index.chunking import ChunkingPolicy
     from harness.index.embed import SentenceTransformerEmbedder
     from harness.index.encoder import Batching
     from harness.outputfiles import check_writable, writing
     from harness.settings import settings
     from harness.state.build import build_state, check_sources
-    from harness.synthetic.folders import check_destination
 
-    # before reading a corpus or loading a model: --out is one build_state may replace, and writable
-    check_destination(args.out, force=args.force, marker="state.json", kind="state")
     folders = _pairs(args.corpus, "--corpus")
     manifests = _pairs(args.manifest, "--manifest")
     unknown = sorted(set(manifests) - set(folders))

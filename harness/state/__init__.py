@@ -13,8 +13,9 @@ Layout of ``STATE/``::
     ingest.json           only when built through the ingest tasks (--dispatch/--store):
                           how it was indexed (harness.state.ingest, docs/ingest.md)
 
-A state is built into ``STATE.partial`` and renamed when complete, so a reader never
-sees half a state; arms open it read-only, any number at once.
+A state is built into ``STATE.partial-<pid>-<random>`` and renamed when complete, so a reader
+never sees half a state; one build at a time per folder (``.STATE.lock``, harness.state.lock);
+arms open it read-only, any number at once.
 
 Stage modules: this one opens a state (:class:`State`); ``build`` builds one,
 ``ingest`` indexes it through the ingest tasks (``--dispatch``/``--store``) and
