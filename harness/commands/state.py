@@ -119,10 +119,10 @@ def build(args: argparse.Namespace) -> int:
     from harness.state.lock import build_lock
     from harness.synthetic.folders import check_destination
 
-    # before reading a corpus or loading a model: no other build is writing --out (its lock), and --out is
-    # one build_state may replace, and writable
+    # before reading a corpus or loading a model: --out is one build_state may replace, and writable, and no
+    # other build is writing it (its lock, held until this build ends)
+    check_destination(args.out, force=args.force, marker="state.json", kind="state")
     with build_lock(args.out):
-        check_destination(args.out, force=args.force, marker="state.json", kind="state")
         return _build(args)
 
 

@@ -128,6 +128,7 @@ def build_state(
     if len(set(names)) != len(names):
         raise UsageError(f"corpus given twice: {', '.join(names)}")
     check_corpora(corpora)  # what is indexed: ids and gold (the command checked them already, naming folders)
+    check_destination(out, force=force, marker="state.json", kind="state")  # writable, before the lock beside it
     with build_lock(out):  # one build per --out; dead builds' temporary folders removed (harness.state.lock)
         return _build_locked(out, corpora, embedders, policy=policy or ChunkingPolicy(), force=force,
                              dispatch=dispatch, store_engine=store_engine, backend=backend,

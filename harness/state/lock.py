@@ -68,7 +68,7 @@ def _acquire(path: Path, out: Path) -> int:
 @contextmanager
 def build_lock(out: Path) -> Iterator[None]:
     """Hold ``--out``'s build lock (re-entrant within a thread), removing dead builds' temporary folders."""
-    out = Path(os.path.abspath(out))
+    given, out = out, Path(os.path.abspath(out))  # the refusal names --out as the user gave it
     path = lock_path(out)
     held: dict[str, int] = getattr(_HELD, "locks", None) or {}
     _HELD.locks = held
@@ -80,7 +80,7 @@ def build_lock(out: Path) -> Iterator[None]:
             held[str(path)] -= 1
         return
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd = _acquire(path, out)
+    fd = _acquire(path, given)
     held[str(path)] = 1
     try:
         os.ftruncate(fd, 0)
