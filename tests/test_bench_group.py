@@ -121,7 +121,8 @@ def test_every_catalogue_arm_writes_the_same_bytes_in_its_group_as_alone(state: 
         assert fetched == len(run.context.judged)  # one request per query for the whole group
     # the header arms over windows 100 to 384 are one group; embed-body searches other vectors
     assert [g.key["fusion_window"] for g in groups if g.key] == [384, 192]
-    assert all(e.calls == 1 for e in embedders)  # the queries are encoded once per group
+    # the queries are encoded once per group, and 8 documents once (harness.index.spotcheck)
+    assert all(e.calls == 2 for e in embedders)
     # budget-48-12-4, its repeat, the final_chunks and max_chunks_per_file arms, pool-48 and
     # rerank-48-12-4 make the same cross-encoder calls: one arm's worth is made, not six
     assert 0 < FakeCrossEncoder.calls < calls_alone

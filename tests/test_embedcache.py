@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 
 from harness.commands.corpus import read_corpus
+from harness.errors import IntegrityError
 from harness.index.documents import doc_from_record, embedding_text
 from harness.index.embedcache import CachingEmbedder, model_folder_name, model_key
+from harness.model import Corpus
 from harness.state.build import build_state
 
 FIXTURE = Path(__file__).parent / "fixtures" / "qmsum"
@@ -45,6 +47,14 @@ class BatchEmbedder:
     @property
     def encoded(self) -> list[str]:
         return [t for call in self.calls for t in call]
+
+
+def _part(corpus: Corpus, meetings: slice) -> Corpus:
+    """Some of the corpus's meetings and the queries whose gold lies in them (state build checks that it does)."""
+    kept = corpus.meetings[meetings]
+    files = {m.file_uuid for m in kept}
+    return corpus.model_copy(update={"meetings": kept,
+                                     "queries": tuple(q for q in corpus.queries if set(q.gold_files) <= files)})
 
 
 def _index_files(state: Path) -> dict[str, bytes]:
@@ -113,7 +123,7 @@ def test_adding_texts_encodes_only_the_new_ones(tmp_path: Path) -> None:
 
 def test_adding_a_corpus_to_a_state_encodes_only_its_texts(tmp_path: Path) -> None:
     corpus = read_corpus("qmsum", FIXTURE, FIXTURE / "SOURCES.tsv")
-    part = corpus.model_copy(update={"meetings": corpus.meetings[:2]})
+    part = _part(corpus, slice(0, 2))
     small, full = BatchEmbedder(), BatchEmbedder()
     build_state(tmp_path / "small", [part], {"header": small}, embedding_cache=tmp_path / "cache")
     build_state(tmp_path / "full", [corpus], {"header": full}, embedding_cache=tmp_path / "cache")
@@ -196,6 +206,79 @@ def test_a_shard_changed_after_it_was_read_is_not_consulted(tmp_path: Path) -> N
     assert cache.encode(["p"]).tobytes() == first.tobytes()  # verified bytes were kept in memory
 
 
+# -- a cache that cannot be poisoned (issue 51) ------------------------------------------------------
+
+class NanOnce(BatchEmbedder):
+    """The model gone wrong for one text: NaN for "poison", the fake's vectors for the others."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = super().encode(texts)
+        out[[i for i, t in enumerate(texts) if t == "poison"]] = np.nan
+        return out
+
+
+def _shard_files(root: Path) -> list[str]:
+    return sorted(p.name for p in root.rglob("0*") if p.is_file())
+
+
+def test_a_nan_encode_fails_naming_the_text_and_caches_nothing(tmp_path: Path) -> None:
+    """On e2cb9a0 the NaN was committed as a shard before the build's own check failed, and every later build
+    read it back and failed (exit 5, "rebuild the state", which could not work)."""
+    with pytest.raises(IntegrityError, match=r"^batch-fake@sha256:0001 returned a vector that is not a finite unit "
+                                             r"vector for the text 'poison' \(1 of 2 texts in its call\)"):
+        CachingEmbedder(NanOnce(), tmp_path).encode(["a", "poison"])
+    assert _shard_files(tmp_path) == []  # nothing cached: not the NaN, not its batch-mate
+    model = BatchEmbedder()
+    vectors = CachingEmbedder(model, tmp_path).encode(["a", "poison"])
+    assert model.calls == [["a", "poison"]] and np.isfinite(vectors).all()
+
+
+def _forge(folder: Path, vectors: np.ndarray) -> Path:
+    """Replace the one shard's vectors and re-record their sha256 in its record, as a forger (or an encoder's
+    NaN written by e2cb9a0, whose digest was taken over the NaN) leaves it."""
+    (record,) = folder.glob("0*.json")
+    data = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
+    (folder / f"{record.stem}.vec").write_bytes(data)
+    body = json.loads(record.read_text())
+    body["vectors_sha256"] = hashlib.sha256(data).hexdigest()
+    record.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    return record
+
+
+@pytest.mark.parametrize("forgery", ["nan", "zero", "doubled", "infinite"])
+def test_a_shard_whose_digest_covers_bad_vectors_is_set_aside_and_its_texts_encoded_again(
+        tmp_path: Path, forgery: str) -> None:
+    good = CachingEmbedder(BatchEmbedder(), tmp_path).encode(["p", "q", "r"])
+    folder = next(tmp_path.iterdir())
+    bad = {"nan": np.where(np.arange(3)[:, None] == 1, np.nan, good), "zero": np.zeros_like(good),
+           "doubled": good * 2, "infinite": np.where(np.arange(3)[:, None] == 2, np.inf, good)}[forgery]
+    record = _forge(folder, bad)
+    warnings: list[str] = []
+    model = BatchEmbedder()
+    again = CachingEmbedder(model, tmp_path, warn=warnings.append).encode(["p", "q", "r"])
+    assert model.calls == [["p", "q", "r"]] and again.tobytes() == good.tobytes()
+    row, more = {"nan": (1, 0), "zero": (0, 2), "doubled": (0, 2), "infinite": (2, 0)}[forgery]
+    assert warnings == [f"embedding cache shard {folder / record.stem} is corrupt (row {row} (and {more} more) is not "
+                        f"a finite unit vector); set aside as {record.stem}.json.corrupt, its texts are encoded again"]
+    assert not record.exists() and record.with_name(record.name + ".corrupt").exists()
+
+
+def test_a_poisoned_cache_no_longer_fails_every_build(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = read_corpus("qmsum", FIXTURE, FIXTURE / "SOURCES.tsv")
+    cache = tmp_path / "cache"
+    build_state(tmp_path / "first", [corpus], {"header": BatchEmbedder()}, embedding_cache=cache)
+    folder = next(cache.iterdir())
+    (record,) = folder.glob("0*.json")
+    vectors = np.fromfile(folder / f"{record.stem}.vec", dtype="<f4").reshape(-1, 8)
+    _forge(folder, np.where(np.arange(len(vectors))[:, None] == 7, np.nan, vectors))
+    capsys.readouterr()
+    build_state(tmp_path / "second", [corpus], {"header": BatchEmbedder()}, embedding_cache=cache)
+    warned = [line for line in capsys.readouterr().err.splitlines() if "corrupt" in line]
+    assert len(warned) == 1 and f"{record.stem}.json.corrupt" in warned[0]
+    assert _index_files(tmp_path / "second")["vectors-header.npy"] == _index_files(tmp_path / "first")[
+        "vectors-header.npy"]
+
+
 # -- the real model: the cache changes no byte -----------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -208,7 +291,7 @@ def minilm() -> object:
 
 def test_with_the_real_model_cold_warm_and_uncached_states_are_byte_identical(tmp_path: Path, minilm: object) -> None:
     corpus = read_corpus("qmsum", FIXTURE, FIXTURE / "SOURCES.tsv")
-    part = corpus.model_copy(update={"meetings": corpus.meetings[1:3]})
+    part = _part(corpus, slice(1, 3))
     cache = tmp_path / "cache"
     # another state first, so the cold build finds some of its texts computed beside other batch-mates
     build_state(tmp_path / "part", [part], {"header": minilm}, embedding_cache=cache)  # type: ignore[dict-item]

@@ -126,7 +126,8 @@ def test_a_build_whose_encoder_gives_nan_leaves_nothing(corpus: Corpus, tmp_path
             out[0] = np.nan
             return out
 
-    with pytest.raises(IntegrityError, match=r"row 0 .* not a finite unit vector"):
+    with pytest.raises(IntegrityError, match=r"^hash-embedder@1 returned a vector that is not a finite unit vector "
+                                             r"for the text '.+' \(1 of \d+ texts in its call\); none of them"):
         build_state(tmp_path / "state", [corpus], {"header": Nan()})
     assert list(tmp_path.iterdir()) == []
 

@@ -25,9 +25,10 @@ from harness.bench.stack import open_stack
 from harness.errors import IntegrityError, UsageError
 from harness.index.embed import Embedder
 from harness.index.provenance import refuse_mixed, survey
+from harness.index.spotcheck import check_encodes_back
 from harness.judge import Judgements, judge
 from harness.model import Corpus, Query
-from harness.retrieval.legs import LegCache
+from harness.retrieval.legs import LegCache, TableEncoder
 from harness.retrieval.rerank import CrossEncoderReranker, refuse_untrained
 from harness.retrieval.scorecache import StoredScores, pair_key, scorer_key
 from harness.state import State
@@ -209,6 +210,9 @@ def open_context(state: State, config: BenchConfig, embedder: Embedder, *, opens
         query_vectors = vectors(judged)
     else:
         query_vectors = embedder.encode([q.text for q in judged])
+    if query_vectors is not None and not isinstance(embedder, TableEncoder):
+        # the model is loaded to encode the queries: 8 documents encoded again must give their stored vectors
+        check_encodes_back(state.index, config.arm.embedding_text, embedder)
     context = ArmContext(state=state, corpora=corpora, search=search, opened=opened, index_block=index_block,
                          judgements=judgements, judged=judged, vectors=query_vectors, settings=config, legs=legs,
                          pg_dsn=pg_dsn, score_cache=score_cache)

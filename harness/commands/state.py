@@ -116,16 +116,24 @@ def verify(args: argparse.Namespace) -> int:
 
 
 def build(args: argparse.Namespace) -> int:
+    from harness.state.lock import build_lock
+    from harness.synthetic.folders import check_destination
+
+    # before reading a corpus or loading a model: --out is one build_state may replace, and writable, and no
+    # other build is writing it (its lock, held until this build ends)
+    check_destination(args.out, force=args.force, marker="state.json", kind="state")
+    with build_lock(args.out):
+        return _build(args)
+
+
+def _build(args: argparse.Namespace) -> int:
     from harness.index.chunking import ChunkingPolicy
     from harness.index.embed import SentenceTransformerEmbedder
     from harness.index.encoder import Batching
     from harness.outputfiles import check_writable, writing
     from harness.settings import settings
-    from harness.state.build import build_state
-    from harness.synthetic.folders import check_destination
+    from harness.state.build import build_state, check_sources
 
-    # before reading a corpus or loading a model: --out is one build_state may replace, and writable
-    check_destination(args.out, force=args.force, marker="state.json", kind="state")
     folders = _pairs(args.corpus, "--corpus")
     manifests = _pairs(args.manifest, "--manifest")
     unknown = sorted(set(manifests) - set(folders))
@@ -133,6 +141,7 @@ def build(args: argparse.Namespace) -> int:
         raise UsageError(f"--manifest for {', '.join(unknown)} without a matching --corpus")
     corpora = [_read(name, Path(folder), Path(manifests[name]) if name in manifests else None)
                for name, folder in folders.items()]
+    check_sources(corpora, {name: Path(folder) for name, folder in folders.items()})  # exit 4 or 7
     in_process = args.dispatch is None and args.store == "sqlite"
     # uncached, the ingest tasks encode one file per call, where one-length batches would mostly be
     # fill copies: they keep sentence-transformers' encode(), as their workers do (embedder_for);

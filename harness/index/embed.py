@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from harness.errors import UsageError
+from harness.errors import IntegrityError, UsageError
 from harness.index.encoder import (
     DEFAULT_BATCHING,
     Batching,
@@ -43,6 +43,36 @@ class Embedder(Protocol):
     dimension: int
 
     def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+NORM_TOLERANCE = 1e-3  # |‖v‖ - 1| for a row of an L2-normalised float32 matrix (as harness.state.contents)
+
+
+def bad_rows(vectors: np.ndarray) -> np.ndarray:
+    """Positions of the rows of ``vectors`` that are not finite unit vectors (NaN, inf, zero, unnormalised)."""
+    block = np.asarray(vectors, dtype=np.float64)
+    finite = np.isfinite(block).all(axis=1)
+    norms = np.linalg.norm(np.where(np.isfinite(block), block, 0.0), axis=1)
+    return np.flatnonzero(~finite | (np.abs(norms - 1.0) > NORM_TOLERANCE))
+
+
+def check_encoded(identity: str, texts: Sequence[str], vectors: np.ndarray, dimension: int) -> np.ndarray:
+    """``vectors`` as float32, once they are one finite unit vector of ``dimension`` per text: an encoder that
+    returns NaN (a broken runtime, a bad weights file) fails here, naming the text, before its vectors are
+    written anywhere (a state, the embedding cache). IntegrityError, exit 5."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.shape != (len(texts), dimension):
+        raise IntegrityError(f"{identity} returned vectors of shape {matrix.shape} for {len(texts)} texts "
+                             f"(dimension {dimension}); nothing was written. Check the model and its runtime")
+    bad = bad_rows(matrix)
+    if bad.size:
+        text = texts[int(bad[0])]
+        shown = repr(text if len(text) <= 80 else text[:77] + "...")
+        raise IntegrityError(f"{identity} returned a vector that is not a finite unit vector for the text {shown} "
+                             f"({bad.size} of {len(texts)} texts in its call); none of them was written or cached. The "
+                             "model or the library running it is at fault, not the cache or the state: check its "
+                             "weights (--embedding-model) or run it with the other --embedding-backend")
+    return matrix
 
 
 def encode_pieces(embedder: Embedder, texts: Sequence[str], piece: int) -> Iterator[tuple[list[str], np.ndarray]]:

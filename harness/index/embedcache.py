@@ -12,8 +12,11 @@ Layout under the cache root (default ``$RAGSWEEP_MACHINE_CACHE/embeddings``, har
 
 A shard is immutable and becomes visible only when its record is renamed into place (temp
 file + os.replace), after both data files; so a reader never sees half a shard and needs
-no lock. A shard whose files do not match their record (size or sha256) is never used: it
-is set aside (``.json.corrupt``) with a one-line warning and its texts are encoded again.
+no lock. A shard whose files do not match their record (size or sha256), or whose vectors are not
+finite unit vectors (a digest recorded over bad vectors), is never used: it is set aside
+(``.json.corrupt``) with a one-line warning and its texts are encoded again. Nothing bad gets in
+either: a piece's vectors are checked (shape, finite, unit norm) before its files are written, and an
+encode that gave NaN fails the build naming the text (harness.index.embed.check_encoded).
 
 Determinism. The cache changes no vector: the embedders it wraps in a state build encode each
 text independently of its batch-mates (harness.index.encoder), so a cached vector is the one
@@ -41,9 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.corpora.integrity import sha256_file
 from harness.errors import UsageError
-from harness.index.embed import Embedder, encode_pieces
+from harness.index.embed import Embedder, bad_rows, check_encoded, encode_pieces
 from harness.objectstore import write_atomic
 
 CACHE_SCHEMA = "ragsweep.embedcache/1"
@@ -171,11 +173,11 @@ class CachingEmbedder:
         self._refresh()
         while True:
             needed = {self._index[k][0] for k in wanted if k in self._index}
-            bad = [name for name in sorted(needed) if not self._verify(self._shards[name])]
+            bad = {name: why for name in sorted(needed) if (why := self._verify(self._shards[name]))}
             if not bad:
                 return {k: t for k, t in wanted.items() if k not in self._index}
-            for name in bad:
-                self._set_aside_shard(name, "its vectors do not match their sha256")
+            for name, why in bad.items():
+                self._set_aside_shard(name, why)
 
     def _refresh(self) -> None:
         # shard records only: not model.json, nor a temporary file a writer has not renamed yet
@@ -212,19 +214,24 @@ class CachingEmbedder:
         keys = [raw[i:i + _KEY_BYTES] for i in range(0, len(raw), _KEY_BYTES)]
         return _Shard(name=name, rows=rows, keys=keys, vectors_sha256=str(record["vectors_sha256"]))
 
-    def _verify(self, shard: _Shard) -> bool:
+    def _verify(self, shard: _Shard) -> str | None:
+        """Why the shard's vectors cannot be used (None: they can, and are held in memory from now on)."""
         if not shard.verified:
             path = self.folder / f"{shard.name}.vec"
             try:
-                ok = sha256_file(path) == shard.vectors_sha256
+                data = path.read_bytes()
             except FileNotFoundError:
-                ok = False
-            if not ok:
-                return False
-            # read into memory once verified: a file changed after its check is never consulted
-            shard.matrix = np.fromfile(path, dtype="<f4").reshape(shard.rows, self.dimension)
+                return "its vectors file is missing"
+            if len(data) != shard.rows * self.dimension * 4 or hashlib.sha256(data).hexdigest() != shard.vectors_sha256:
+                return "its vectors do not match their size or sha256"
+            # the bytes checked are the bytes used: a file changed after its check is never consulted
+            matrix = np.frombuffer(data, dtype="<f4").reshape(shard.rows, self.dimension)
+            bad = bad_rows(matrix)
+            if bad.size:  # a digest recorded over bad vectors (an encoder's NaN, a forgery): never served
+                return f"row {int(bad[0])} (and {bad.size - 1} more) is not a finite unit vector"
+            shard.matrix = matrix
             shard.verified = True
-        return True
+        return None
 
     def _reindex(self) -> None:
         """key -> (shard, row); the first shard (in commit order) that holds a key answers for it."""
@@ -235,7 +242,7 @@ class CachingEmbedder:
         self._index = index
 
     def _set_aside_shard(self, name: str, why: str) -> None:
-        self._warn(f"embedding cache shard {self.folder / name} is corrupt ({why}); ignored and set aside, "
+        self._warn(f"embedding cache shard {self.folder / name} is corrupt ({why}); set aside as {name}.json.corrupt, "
                    "its texts are encoded again")
         self._set_aside.add(name)
         self._shards.pop(name, None)
@@ -255,9 +262,9 @@ class CachingEmbedder:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
     def _commit(self, texts: list[str], vectors: np.ndarray) -> None:
-        if vectors.shape != (len(texts), self.dimension):
-            raise UsageError(f"{self.identity} returned vectors of shape {vectors.shape} for {len(texts)} texts "
-                             f"(dimension {self.dimension})")
+        # checked before a byte is written: an encode that gave NaN fails the build naming the text, and the
+        # cache never holds it (every later build would read it back)
+        vectors = check_encoded(self.identity, texts, vectors, self.dimension)
         keys = b"".join(text_key(t) for t in texts)
         data = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
         seq = 1 + max((int(p.name[:8]) for p in self.folder.glob("*.json*")

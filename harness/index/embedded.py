@@ -37,7 +37,7 @@ import numpy as np
 from harness.errors import InputDataError, IntegrityError, UsageError
 from harness.index.backend import DocRecord, LegHit
 from harness.index.documents import EmbeddingTextMode, IndexDoc, embedding_text
-from harness.index.embed import Embedder, encode_pieces
+from harness.index.embed import Embedder, check_encoded, encode_pieces
 from harness.index.embedcache import CachingEmbedder
 
 INDEX_VERSION = 1
@@ -63,7 +63,8 @@ def _embed(matrix: np.ndarray, texts: list[str], embedder: Embedder, window: int
         for row, text in enumerate(texts):
             rows.setdefault(text, []).append(row)
         done = 0
-        for part, vectors in encode_pieces(embedder, list(rows), window):
+        for part, encoded in encode_pieces(embedder, list(rows), window):
+            vectors = check_encoded(embedder.identity, part, encoded, embedder.dimension)
             for text, vector in zip(part, vectors, strict=True):
                 matrix[rows[text]] = vector
             done += len(part)
@@ -71,7 +72,8 @@ def _embed(matrix: np.ndarray, texts: list[str], embedder: Embedder, window: int
                 report(done, len(rows))
         return
     for lo in range(0, len(texts), window):
-        matrix[lo:lo + window] = embedder.encode(texts[lo:lo + window])
+        part = texts[lo:lo + window]  # checked before it is written: an encoder's NaN is named by its text
+        matrix[lo:lo + window] = check_encoded(embedder.identity, part, embedder.encode(part), embedder.dimension)
         if report:
             report(min(lo + window, len(texts)), len(texts))
 

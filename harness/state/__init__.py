@@ -13,8 +13,9 @@ Layout of ``STATE/``::
     ingest.json           only when built through the ingest tasks (--dispatch/--store):
                           how it was indexed (harness.state.ingest, docs/ingest.md)
 
-A state is built into ``STATE.partial`` and renamed when complete, so a reader never
-sees half a state; arms open it read-only, any number at once.
+A state is built into ``STATE.partial-<pid>-<random>`` and renamed when complete, so a reader
+never sees half a state; one build at a time per folder (``.STATE.lock``, harness.state.lock);
+arms open it read-only, any number at once.
 
 Stage modules: this one opens a state (:class:`State`); ``build`` builds one,
 ``ingest`` indexes it through the ingest tasks (``--dispatch``/``--store``) and
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.corpora.checks import check_corpora
 from harness.errors import InputDataError, IntegrityError
 from harness.index.documents import doc_from_record
 from harness.index.embedded import EmbeddedIndex
@@ -119,6 +121,11 @@ class State:
                 corpora.append(Corpus.model_validate_json(file.read_text(encoding="utf-8")))
             except (ValueError, OSError) as e:  # verified above: only a state built wrong gets here
                 raise IntegrityError(f"{file}: not a corpus ({str(e).splitlines()[0]}); rebuild the state") from e
+        # the rules state build applied (harness.corpora.checks): a state built before it did, or whose
+        # corpus copy was edited and its digests re-recorded, is refused, not measured
+        check_corpora(corpora, {c.name: str(path / "corpora" / f"{c.name}.json") for c in corpora},
+                      advice="the state holds a corpus that breaks them: rebuild it from a corpus that passes "
+                             "(`ragsweep state build --force`)")
         return cls(path=path, manifest=manifest, corpora=corpora, index=EmbeddedIndex(path / "index"),
                    identity=identity)
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.corpora.checks import check_corpora
 from harness.corpora.integrity import checksum_digest
 from harness.errors import UsageError
 from harness.index.chunking import ChunkingPolicy
@@ -27,6 +28,7 @@ from harness.model import Corpus
 from harness.state import BUILD_SCHEMA, STACK_TIMINGS, STATE_SCHEMA
 from harness.state.contents import contents_block
 from harness.state.ingest import Dispatch, build_state_index
+from harness.state.lock import build_lock, partial_folder
 from harness.state.stack import index_state
 from harness.store.sqlite import SqliteStore
 from harness.synthetic.folders import check_destination, swap_in
@@ -78,6 +80,20 @@ def corpus_summary(corpus: Corpus) -> dict[str, Any]:
             "seed": corpus.seed}
 
 
+def check_sources(corpora: Sequence[Corpus], folders: Mapping[str, Path]) -> None:
+    """What ``state build`` checks of the corpora it read from ``folders`` (name -> folder), before it loads
+    a model: the id and gold rules of harness.corpora.checks (exit 4, naming the folder), then, for the
+    synthetic tier, its own validator's ten checks, every gold set re-derived from the text (exit 7): a
+    corpus whose files were edited and their sha256 re-recorded in corpus.json reads, but does not pass."""
+    check_corpora(corpora, {name: str(folder) for name, folder in folders.items()})
+    from harness.synthetic.formats import CORPUS_NAME
+    from harness.synthetic.validate import validate_or_raise
+
+    for corpus in corpora:
+        if corpus.name == CORPUS_NAME and corpus.name in folders:
+            validate_or_raise(Path(folders[corpus.name]))
+
+
 def build_state(
     out: Path,
     corpora: Sequence[Corpus],
@@ -108,13 +124,26 @@ def build_state(
     builder encodes only texts it does not hold; through the ingest tasks this process warms it and
     the tasks read from it (harness.state.ingest; it must be the same folder where they run).
     """
-    policy = policy or ChunkingPolicy()
     names = [c.name for c in corpora]
     if len(set(names)) != len(names):
         raise UsageError(f"corpus given twice: {', '.join(names)}")
+    check_corpora(corpora)  # what is indexed: ids and gold (the command checked them already, naming folders)
+    check_destination(out, force=force, marker="state.json", kind="state")  # writable, before the lock beside it
+    with build_lock(out):  # one build per --out; dead builds' temporary folders removed (harness.state.lock)
+        return _build_locked(out, corpora, embedders, policy=policy or ChunkingPolicy(), force=force,
+                             dispatch=dispatch, store_engine=store_engine, backend=backend,
+                             stack_analysis=stack_analysis, opensearch_url=opensearch_url, pg_schema=pg_schema,
+                             pg_dsn=pg_dsn, shards=shards, s3_endpoint=s3_endpoint, embedding_cache=embedding_cache)
+
+
+def _build_locked(out: Path, corpora: Sequence[Corpus], embedders: dict[EmbeddingTextMode, Embedder], *,
+                  policy: ChunkingPolicy, force: bool, dispatch: Dispatch | None, store_engine: StoreEngine,
+                  backend: str, stack_analysis: str, opensearch_url: str | None, pg_schema: str | None,
+                  pg_dsn: str | None, shards: str | None, s3_endpoint: str | None,
+                  embedding_cache: Path | None) -> dict[str, Any]:
+    """build_state's work, under --out's build lock, in a temporary folder of its own."""
     check_destination(out, force=force, marker="state.json", kind="state")
-    tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = partial_folder(out)
     (tmp / "corpora").mkdir(parents=True)
     try:
         for corpus in corpora:

@@ -7,10 +7,10 @@ the :class:`~harness.synthetic.checkkit.Problems`; docs/synthetic.md describes e
 from __future__ import annotations
 
 import re
-from collections import Counter
 from datetime import date
 from itertools import pairwise
 
+from harness.corpora.checks import id_problem, repeated
 from harness.model import file_uuid_for
 from harness.synthetic import vocab
 from harness.synthetic.checkkit import Context, Problems
@@ -75,9 +75,13 @@ def check_ids(ctx: Context, p: Problems) -> None:
         ("plant id", [pl.id for pl in c.plants]),
     ):
         p.checked += len(ids)
-        for value, n in sorted(Counter(ids).items()):
-            if n > 1:
-                p.add(f"{kind} {value} occurs {n} times")
+        if kind != "title":  # the id rules every reader applies (harness.corpora.checks), state build too
+            for value in ids:
+                problem = id_problem(kind, value)
+                if problem:
+                    p.add(problem)
+        for problem in repeated(kind, ids):
+            p.add(problem)
     for m in c.meetings:
         if not _MEETING_ID.match(m.meeting_id):
             p.add(f"meeting id {m.meeting_id!r} does not look like m00001")
