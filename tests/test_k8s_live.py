@@ -402,7 +402,7 @@ def test_the_cli_sweeps_a_manifest_family_as_jobs(release: Release, kubelet: Pat
     argv = ["sweep", "run", "--executor", "k8s", "--state", str(state), "--manifest", str(manifest), "--arms", "mini",
             "--workers", "2", "--out", str(out)]
     assert main(argv) == 0, kubelet.read_text()[-3000:]
-    sweep_id = default_sweep_id("mini", state_identity(state), BACKEND)
+    sweep_id = default_sweep_id("mini", state_identity(state, BACKEND), BACKEND)
     printed = capsys.readouterr().out
     assert f"sweep {sweep_id}: 2 run, 0 skipped, 0 failed" in printed
     comparison = (out / "sweeps" / sweep_id / "comparison.md").read_text()

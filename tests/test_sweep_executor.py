@@ -137,7 +137,7 @@ def test_a_stack_sweep_into_the_s3_server(tmp_path: Path, manifest: Path,
     argv = ["sweep", "run", "--state", str(state), "--manifest", str(manifest), "--arms", "mini", "--workers", "2",
             "--backend", "stack", "--out", spec]
     assert main(argv) == 0
-    sweep_id = default_sweep_id("mini", state_identity(state), "stack")
+    sweep_id = default_sweep_id("mini", state_identity(state, "stack"), "stack")
     out = capsys.readouterr().out
     assert f"sweep {sweep_id}: 3 run, 0 skipped, 0 failed" in out
     assert f"comparison: {spec}/sweeps/{sweep_id}/comparison.md" in out
