@@ -60,6 +60,11 @@ class ArtefactStore(Protocol):
         """Remove one artefact; an absent one is not an error."""
         ...
 
+    def put_new(self, key: str, data: bytes) -> bool:
+        """Create ``key`` with ``data`` only if it is absent (True); False, writing nothing, if it exists.
+        Two writers racing for one key: exactly one creates it, whole."""
+        ...
+
     def describe(self) -> str: ...
 
 
@@ -105,6 +110,23 @@ class LocalFolderStore:
             target.parent.mkdir(parents=True, exist_ok=True)
             self._path(key)  # again, once the folders exist: a link made meanwhile is refused too
             write_atomic(target, data)
+
+    def put_new(self, key: str, data: bytes) -> bool:
+        """Written beside the target, then linked into place: link() fails on an existing name."""
+        target = self._path(key)
+        with writing(self.root):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._path(key)
+            tmp = target.with_name(f"{TEMP_PREFIX}{target.name}.{os.getpid()}.{random.getrandbits(32):08x}")
+            try:
+                write_atomic(tmp, data)
+                with suppress(FileExistsError):
+                    os.link(tmp, target)
+                    return True
+                return False
+            finally:
+                with suppress(FileNotFoundError):
+                    tmp.unlink()
 
     def get_bytes(self, key: str) -> bytes:
         path = self._path(key)
@@ -301,6 +323,24 @@ class S3Store:
             with suppress(Exception):
                 self._client.abort_multipart_upload(**uploaded)
             raise
+
+    def put_new(self, key: str, data: bytes) -> bool:
+        """A conditional PUT (``If-None-Match: *``; AWS, MinIO, S3Proxy 4): 412 is another writer's object."""
+        from botocore.exceptions import ClientError
+
+        if len(data) > MULTIPART_BYTES:
+            raise UsageError(f"{self.describe()}: put_new {key}: {len(data)} bytes, at most {MULTIPART_BYTES}")
+
+        def put() -> bool:
+            try:
+                self._client.put_object(Bucket=self.bucket, Key=self._object_key(key), Body=data, IfNoneMatch="*")
+            except ClientError as e:
+                if (_client_error_parts(e) or ("", 0))[1] in (409, 412):  # PreconditionFailed, a racing write
+                    return False
+                raise
+            return True
+
+        return self._retry(put, f"put {key} (if absent)")
 
     def get_bytes(self, key: str) -> bytes:
         object_key = self._object_key(key)

@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     # machine's cache, so a fresh clone encodes no text the machine has encoded ----------------------
     embedding_cache: str = Field(default_factory=lambda data: str(
         machine_cache(data["machine_cache"], data["xdg_cache_home"]) / "embeddings"))
+    # -- the team's embedding cache under it (harness.index.teamcache): s3://bucket[/prefix], a folder every
+    # machine mounts, or off; its S3 endpoint (else s3_endpoint's). Credentials: boto3's chain, never here --
+    team_cache: str | None = None
+    team_cache_endpoint: str | None = None
     # -- what runs the embedding model (--embedding-backend; harness.index.onnx_backend): torch or onnx --
     embedding_backend: EmbeddingBackend = "torch"
     onnx_cache: str = "var/cache/onnx"  # where the onnx backend keeps the model's local export

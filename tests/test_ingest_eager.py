@@ -244,8 +244,11 @@ def test_a_cache_the_host_warms_answers_every_task_and_a_warm_rebuild_encodes_no
         assert built["contents"]["identity"] == direct["contents"]["identity"], name  # the same vectors, cached or not
         a, b = _tree(tmp_path / "direct"), _tree(tmp_path / name)
         b.pop("ingest.json"), a.pop("state.json"), b.pop("state.json")
+        a.pop("build.json"), b.pop("build.json")  # where the vectors came from: provenance, not the state's bytes
         assert a == b, name
+        vectors = json.loads((tmp_path / name / "build.json").read_text())["vectors"]
         record = json.loads((tmp_path / name / "ingest.json").read_text())["embedding_cache"]
+        assert vectors == record["vectors"] and vectors[0]["encoded"] == record["warm_up"]["encoded"]
         assert record["root"] == str(cache.resolve())
         counts.append((record["warm_up"], record["tasks"], embedder.calls))
     (cold_warm, cold_tasks, cold_calls), (warm_warm, warm_tasks, warm_calls) = counts

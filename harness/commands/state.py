@@ -41,6 +41,18 @@ def embedding_cache_root(flag: str | None, setting: str, *, in_process: bool) ->
     return cache_root(flag or setting)
 
 
+def team_cache_spec(flag: str | None, config: Any) -> tuple[str | None, str | None]:
+    """The team's tier (harness.index.teamcache) as (spec, endpoint): the flag, else RAGSWEEP_TEAM_CACHE; off
+    is (None, None). Its spec is checked here, before any model is loaded."""
+    from harness.index.teamtier import SharedTier
+
+    spec = flag if flag is not None else config.team_cache
+    endpoint = config.team_cache_endpoint or config.s3_endpoint or None
+    if SharedTier.from_spec(spec, endpoint) is None:
+        return None, None
+    return spec, endpoint
+
+
 def add_embedding_backend_flag(p: Any, what: str) -> None:
     p.add_argument("--embedding-backend", choices=EMBEDDING_BACKENDS, default=None,
                    help=f"{what}: torch (default), or the model's transformer exported locally to ONNX "
@@ -68,6 +80,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "$RAGSWEEP_MACHINE_CACHE/embeddings, /var/cache/ragsweep/embeddings for root; none: off). "
                         "With --dispatch/--store only when given: this process encodes what the cache "
                         "lacks and the tasks read it (DIR must be where the workers see it too)")
+    b.add_argument("--team-cache", default=None, metavar="s3://BUCKET[/PREFIX]|DIR|off",
+                   help="the team's embedding cache under the machine's (docs/embedding-cache.md, \"The team's "
+                        "cache\"): vectors anyone encoded are read, not encoded, and what this build encodes is "
+                        "published; so machines with other CPUs build the same state. Default "
+                        "RAGSWEEP_TEAM_CACHE (its endpoint RAGSWEEP_TEAM_CACHE_ENDPOINT, else RAGSWEEP_S3_ENDPOINT; "
+                        "credentials from the environment or AWS_SHARED_CREDENTIALS_FILE), else off")
     b.add_argument("--max-words", type=int, default=200, help="sub-chunk size for long monologues (words)")
     b.add_argument("--force", action="store_true", help="replace an existing state")
     # -- ingest through tasks (harness/index/ingest.py, docs/ingest.md) -----------------------
@@ -155,6 +173,10 @@ def _build(args: argparse.Namespace) -> int:
                                  in_process=in_process)
     if cache is not None:  # it takes what is encoded: before loading the model or encoding anything
         check_writable(cache, "--embedding-cache")
+    team = team_cache_spec(getattr(args, "team_cache", None), config)
+    if team[0] is not None and cache is None:
+        raise UsageError(f"--team-cache {team[0]}: the team's cache sits under the machine's embedding cache; "
+                         "give --embedding-cache (or leave it on), or turn the team's cache off")
     if args.shards and not args.shards.startswith("s3://"):  # where the ingest tasks leave their shards
         check_writable(Path(args.shards), "--shards")
     embedder = SentenceTransformerEmbedder(args.embedding_model,
@@ -169,7 +191,7 @@ def _build(args: argparse.Namespace) -> int:
                             stack_analysis=getattr(args, "opensearch_analysis", "mirror"),
                             opensearch_url=config.opensearch_url or None, pg_schema=config.pg_schema or None,
                             pg_dsn=config.pg_dsn or None, shards=args.shards,
-                            s3_endpoint=config.s3_endpoint or None, embedding_cache=cache)
+                            s3_endpoint=config.s3_endpoint or None, embedding_cache=cache, team_cache=team)
     idx = state["index"]
     print(f"state {args.out}: {idx['files']} files, {idx['chunk_documents']} chunks, "
           f"{idx['digest_documents']} digests; embedding {', '.join(sorted(idx['embedding']))}")

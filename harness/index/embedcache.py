@@ -26,6 +26,8 @@ kernels) is part of the model key, so vectors computed under another rule are ne
 Texts missing from the cache are encoded sorted and unique, under the writer lock (two
 concurrent builds never both encode a text), and committed a piece (``piece``, 4096 texts) at
 a time as a shard, so an interrupted build resumes where it stopped.
+
+A team's tier of vectors under this cache, shared by machines with other CPUs: harness.index.teamcache.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import numpy as np
 
 from harness.errors import UsageError
 from harness.index.embed import Embedder, bad_rows, check_encoded, encode_pieces
+from harness.index.encoder import numerical_path, without_numerical_path
 from harness.objectstore import write_atomic
 
 CACHE_SCHEMA = "ragsweep.embedcache/1"
@@ -72,6 +75,15 @@ def model_key(embedder: Embedder) -> dict[str, Any]:
     return key
 
 
+def contract_key(key: dict[str, Any]) -> dict[str, Any]:
+    """The model key less the numerical path (torch's version, the CPU's kernels): what a team shares vectors
+    under (harness.index.teamcache). Whoever encodes a text first under it defines the text's vector."""
+    out = dict(key)
+    if isinstance(out.get("encoder"), str):
+        out["encoder"] = without_numerical_path(out["encoder"])
+    return out
+
+
 def model_folder_name(key: dict[str, Any]) -> str:
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()[:16]
     return f"{_UNSAFE.sub('_', str(key['identity']))[:80]}-{digest}"
@@ -87,6 +99,7 @@ class _Shard:
     rows: int
     keys: list[bytes]
     vectors_sha256: str
+    encoded_by: dict[str, Any] | None = None
     verified: bool = False
     matrix: np.ndarray | None = None
 
@@ -101,13 +114,25 @@ class CachingEmbedder:
         self.inner = inner
         self.identity = inner.identity
         self.dimension = int(inner.dimension)
-        self.key = model_key(inner)
-        self.folder = Path(root) / model_folder_name(self.key)
+        self.machine_key = model_key(inner)
+        self.root = Path(root)
         self.piece = piece
         self._warn = warn
-        self.hits = 0  # distinct texts this wrapper found cached by an earlier build
+        self.hits = 0  # distinct texts this wrapper found in the machine's cache
+        self.from_shared = 0  # distinct texts read from the team's tier (and kept in the machine's cache)
         self.encoded = 0  # distinct texts this wrapper encoded and added
+        self.encoded_by: dict[str, int] = {}  # the numerical path (JSON) that computed each text asked for
         self._counted: set[bytes] = set()
+        self._use(*self._where())
+
+    def _where(self) -> tuple[dict[str, Any], Path]:
+        """The key and folder answered from: this machine's vectors, under its numerical path."""
+        return self.machine_key, self.root / model_folder_name(self.machine_key)
+
+    def _use(self, key: dict[str, Any], folder: Path) -> None:
+        """Answer from ``folder``: this machine's vectors (its numerical path in ``key``), or the team's mirror."""
+        self.key = key
+        self.folder = folder
         self._shards: dict[str, _Shard] = {}
         self._set_aside: set[str] = set()
         self._index: dict[bytes, tuple[str, int]] = {}
@@ -125,8 +150,32 @@ class CachingEmbedder:
         return self.lookup(texts)
 
     def prepare(self, texts: Sequence[str], progress: Progress | None = None) -> None:
-        """Make sure every text is cached: the misses are encoded and committed, a piece at a time."""
+        """Make sure every text is cached: the misses are encoded and committed, a piece at a time (a team's
+        wrapper reads the team's tier first: harness.index.teamcache)."""
         wanted = {text_key(t): t for t in texts}
+        missing, pulled = self._prepare(wanted, progress)
+        new = [k for k in wanted if k not in self._counted]
+        self.encoded += len(missing)
+        self.from_shared += sum(1 for k in new if k in pulled and k not in missing)
+        self.hits += sum(1 for k in new if k not in pulled and k not in missing)
+        for k in new:
+            by = self._shards[self._index[k][0]].encoded_by
+            label = json.dumps(by, sort_keys=True) if by else "unrecorded"
+            self.encoded_by[label] = self.encoded_by.get(label, 0) + 1
+        self._counted.update(wanted)
+
+    def provenance(self) -> dict[str, Any]:
+        """Where this wrapper's vectors came from: what a state records beside its identity (build.json)."""
+        return {"team_cache": None, "team_cache_unreachable": None, "machine_cache": str(self.folder),
+                "from_team": self.from_shared, "from_machine": self.hits, "encoded": self.encoded,
+                "encoded_by": [{"numerical_path": json.loads(k) if k != "unrecorded" else None, "texts": n}
+                               for k, n in sorted(self.encoded_by.items())]}
+
+    def _prepare(self, wanted: dict[bytes, str], progress: Progress | None) -> tuple[dict[bytes, str], set[bytes]]:
+        """The texts that were missing (now encoded) and those read from a team's tier (none here)."""
+        return self._prepare_machine(wanted, progress), set()
+
+    def _prepare_machine(self, wanted: dict[bytes, str], progress: Progress | None) -> dict[bytes, str]:
         missing = self._missing(wanted)
         if missing:
             with self._lock():
@@ -138,9 +187,7 @@ class CachingEmbedder:
                     done += len(part)
                     if progress:
                         progress(done, len(ordered))
-        self.encoded += len(missing)
-        self.hits += sum(1 for k in wanted if k not in missing and k not in self._counted)
-        self._counted.update(wanted)
+        return missing
 
     def lookup(self, texts: Sequence[str]) -> np.ndarray:
         """The cached vectors of ``texts`` (all of them must be cached), in order."""
@@ -212,7 +259,9 @@ class CachingEmbedder:
         if size != rows * dimension * 4:
             raise ValueError(f"its vectors file has {size} bytes, expected {rows * dimension * 4}")
         keys = [raw[i:i + _KEY_BYTES] for i in range(0, len(raw), _KEY_BYTES)]
-        return _Shard(name=name, rows=rows, keys=keys, vectors_sha256=str(record["vectors_sha256"]))
+        by = record.get("encoded_by")
+        return _Shard(name=name, rows=rows, keys=keys, vectors_sha256=str(record["vectors_sha256"]),
+                      encoded_by=by if isinstance(by, dict) else None)
 
     def _verify(self, shard: _Shard) -> str | None:
         """Why the shard's vectors cannot be used (None: they can, and are held in memory from now on)."""
@@ -269,17 +318,24 @@ class CachingEmbedder:
         data = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
         seq = 1 + max((int(p.name[:8]) for p in self.folder.glob("*.json*")
                        if p.name[:8].isdigit()), default=0)
-        name = f"{seq:08d}-{hashlib.sha256(keys).hexdigest()[:12]}"
+        self._write_shard(f"{seq:08d}-{hashlib.sha256(keys).hexdigest()[:12]}", keys, data, numerical_path(),
+                          index=True)
+
+    def _write_shard(self, name: str, keys: bytes, data: bytes, encoded_by: dict[str, Any] | None, *,
+                     index: bool) -> None:
+        """Files first, the record last (renamed into place): a reader sees the whole shard or none of it."""
+        rows = len(keys) // _KEY_BYTES
         vectors_sha256 = hashlib.sha256(data).hexdigest()
-        record = {"schema": CACHE_SCHEMA, "model": self.key, "rows": len(texts), "dimension": self.dimension,
-                  "keys_sha256": hashlib.sha256(keys).hexdigest(), "vectors_sha256": vectors_sha256}
+        record = {"schema": CACHE_SCHEMA, "model": self.key, "rows": rows, "dimension": self.dimension,
+                  "keys_sha256": hashlib.sha256(keys).hexdigest(), "vectors_sha256": vectors_sha256,
+                  "encoded_by": encoded_by}
         write_atomic(self.folder / f"{name}.keys", keys)
         write_atomic(self.folder / f"{name}.vec", data)
         write_atomic(self.folder / f"{name}.json", (json.dumps(record, indent=2, sort_keys=True) + "\n").encode())
-        shard = _Shard(name=name, rows=len(texts),
-                       keys=[keys[i:i + _KEY_BYTES] for i in range(0, len(keys), _KEY_BYTES)],
-                       vectors_sha256=vectors_sha256, verified=True,
-                       matrix=np.frombuffer(data, dtype="<f4").reshape(len(texts), self.dimension))
+        shard = _Shard(name=name, rows=rows, keys=[keys[i:i + _KEY_BYTES] for i in range(0, len(keys), _KEY_BYTES)],
+                       vectors_sha256=vectors_sha256, encoded_by=encoded_by, verified=True,
+                       matrix=np.frombuffer(data, dtype="<f4").reshape(rows, self.dimension))
         self._shards[name] = shard
-        for row, key in enumerate(shard.keys):  # the newest shard: it answers only for keys no other holds
-            self._index.setdefault(key, (name, row))
+        if index:  # the newest shard: it answers only for keys no other holds
+            for row, key in enumerate(shard.keys):
+                self._index.setdefault(key, (name, row))

@@ -25,6 +25,8 @@ of :func:`encoder_identity`, which the embedding cache keys on (harness.index.em
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +71,26 @@ def encoder_identity(batching: Batching) -> str:
 
     return (f"one token length per forward pass, min({batching.max_rows}, ceil({batching.tokens} / length)) rows; "
             f"torch {torch.__version__}, cpu {torch.backends.cpu.get_cpu_capability()}")
+
+
+_NUMERICAL_PATH = re.compile(r"; torch [^;,]+, cpu [^;,]+")
+
+
+def without_numerical_path(encoder: str) -> str:
+    """:func:`encoder_identity` less torch's version and the CPU's kernels: the encoding contract that two
+    machines share when they share vectors (harness.index.teamcache)."""
+    return _NUMERICAL_PATH.sub("", encoder)
+
+
+def numerical_path() -> dict[str, Any] | None:
+    """What decided the vectors' last bits in this process (torch's version, its CPU code path, its threads),
+    when torch is loaded: provenance (build.json, a team cache entry), never part of an identity. It cannot
+    see everything that decides them: which kernel the CPU vendor's library picks inside one capability."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    return {"torch": str(torch.__version__), "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
+            "threads": int(torch.get_num_threads())}
 
 
 def _tokens(model: Any, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, Any]]:

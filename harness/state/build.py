@@ -23,7 +23,9 @@ from harness.index.documents import EmbeddingTextMode, IndexDoc, meeting_documen
 from harness.index.embed import Embedder
 from harness.index.embedcache import CachingEmbedder
 from harness.index.embedded import build_index
+from harness.index.encoder import numerical_path
 from harness.index.ingest.messages import Endpoints, StoreEngine
+from harness.index.teamcache import TeamCachingEmbedder, caching
 from harness.model import Corpus
 from harness.state import BUILD_SCHEMA, STACK_TIMINGS, STATE_SCHEMA
 from harness.state.contents import contents_block
@@ -54,24 +56,17 @@ def _progress(label: str, done: int, total: int) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def _cached(embedders: dict[EmbeddingTextMode, Embedder], root: Path | None) -> dict[EmbeddingTextMode, Embedder]:
-    """Each embedder behind the cache at ``root`` (one wrapper per model object, shared by its modes)."""
+def _cached(embedders: dict[EmbeddingTextMode, Embedder], root: Path | None,
+            team: tuple[str | None, str | None]) -> dict[EmbeddingTextMode, Embedder]:
+    """Each embedder behind the cache at ``root`` and the team's tier (one wrapper per model object, shared by
+    its modes)."""
     if root is None:
         return embedders
     wrapped: dict[int, Embedder] = {}
     for embedder in embedders.values():
-        wrapped.setdefault(id(embedder), CachingEmbedder(embedder, root))
+        if id(embedder) not in wrapped:
+            wrapped[id(embedder)] = caching(embedder, root, team)
     return {mode: wrapped[id(e)] for mode, e in embedders.items()}
-
-
-def _numerics() -> dict[str, Any] | None:
-    """What decided the vectors' last bits on this machine (torch's CPU code path, its threads): why two
-    machines' builds of the same corpora can hold other bits, so another identity. Provenance, in build.json."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    return {"torch": str(torch.__version__), "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
-            "threads": int(torch.get_num_threads())}
 
 
 def corpus_summary(corpus: Corpus) -> dict[str, Any]:
@@ -111,6 +106,7 @@ def build_state(
     shards: str | None = None,
     s3_endpoint: str | None = None,
     embedding_cache: Path | None = None,
+    team_cache: tuple[str | None, str | None] = (None, None),
 ) -> dict[str, Any]:
     """Build a state. Without ``dispatch`` (and with the SQLite store) the index is built
     in-process exactly as it always was; with it, it goes through the ingest tasks
@@ -123,6 +119,8 @@ def build_state(
     ``embedding_cache`` is the embedding cache's root (harness.index.embedcache): the in-process
     builder encodes only texts it does not hold; through the ingest tasks this process warms it and
     the tasks read from it (harness.state.ingest; it must be the same folder where they run).
+    ``team_cache`` (spec, endpoint) is the team's tier under it (harness.index.teamcache): the vectors it
+    holds are used, the ones encoded here published; build.json says where the vectors came from.
     """
     names = [c.name for c in corpora]
     if len(set(names)) != len(names):
@@ -133,14 +131,15 @@ def build_state(
         return _build_locked(out, corpora, embedders, policy=policy or ChunkingPolicy(), force=force,
                              dispatch=dispatch, store_engine=store_engine, backend=backend,
                              stack_analysis=stack_analysis, opensearch_url=opensearch_url, pg_schema=pg_schema,
-                             pg_dsn=pg_dsn, shards=shards, s3_endpoint=s3_endpoint, embedding_cache=embedding_cache)
+                             pg_dsn=pg_dsn, shards=shards, s3_endpoint=s3_endpoint, embedding_cache=embedding_cache,
+                             team_cache=team_cache)
 
 
 def _build_locked(out: Path, corpora: Sequence[Corpus], embedders: dict[EmbeddingTextMode, Embedder], *,
                   policy: ChunkingPolicy, force: bool, dispatch: Dispatch | None, store_engine: StoreEngine,
                   backend: str, stack_analysis: str, opensearch_url: str | None, pg_schema: str | None,
                   pg_dsn: str | None, shards: str | None, s3_endpoint: str | None,
-                  embedding_cache: Path | None) -> dict[str, Any]:
+                  embedding_cache: Path | None, team_cache: tuple[str | None, str | None]) -> dict[str, Any]:
     """build_state's work, under --out's build lock, in a temporary folder of its own."""
     check_destination(out, force=force, marker="state.json", kind="state")
     tmp = partial_folder(out)
@@ -160,18 +159,23 @@ def _build_locked(out: Path, corpora: Sequence[Corpus], embedders: dict[Embeddin
                 docs.extend(meeting_documents(meeting, policy))
                 if i % 50 == 0 or i == len(meetings):
                     _progress("chunking", i, len(meetings))
-            cached = _cached(embedders, embedding_cache)
+            cached = _cached(embedders, embedding_cache, team_cache)
             meta = build_index(tmp / "index", docs, cached, progress=_progress)
+            vectors = []
             for embedder in {id(e): e for e in cached.values() if isinstance(e, CachingEmbedder)}.values():
-                print(f"  embedding cache {embedder.folder}: {embedder.hits} texts cached, "
+                team = f", {embedder.from_shared} from the team's" if isinstance(embedder, TeamCachingEmbedder) else ""
+                print(f"  embedding cache {embedder.folder}: {embedder.hits} texts cached{team}, "
                       f"{embedder.encoded} encoded", file=sys.stderr)
+                vectors.append(embedder.provenance())
         else:
             # -- through ingest (--dispatch / --store): harness/state/ingest.py ------------------
             meta = build_state_index(tmp, meetings, embedders, policy=policy, dispatch=dispatch or "eager",
                                      store_engine=store_engine, pg_schema=pg_schema, shards=shards,
                                      endpoints=Endpoints(pg_dsn=pg_dsn, opensearch_url=opensearch_url,
                                                          s3_endpoint=s3_endpoint),
-                                     progress=_progress, embedding_cache=embedding_cache)
+                                     progress=_progress, embedding_cache=embedding_cache, team=team_cache)
+            record = json.loads((tmp / "ingest.json").read_text(encoding="utf-8")).get("embedding_cache") or {}
+            vectors = record.get("vectors") or []
         state = {
             "schema": STATE_SCHEMA,
             "built_with": f"ragsweep {__version__}",
@@ -181,7 +185,9 @@ def _build_locked(out: Path, corpora: Sequence[Corpus], embedders: dict[Embeddin
                                            "embedding", "backend")},
         }
         # -- --backend stack: the same documents and vectors into OpenSearch too (docs/opensearch.md) --
-        build: dict[str, Any] = {"schema": BUILD_SCHEMA, "encoder_numerics": _numerics()}
+        # where the vectors came from (the team's tier, this machine's cache, encoded here, and by which
+        # numerical path): why two states' identities agree or differ; provenance, never part of the identity
+        build: dict[str, Any] = {"schema": BUILD_SCHEMA, "encoder_numerics": numerical_path(), "vectors": vectors}
         if backend == "stack":
             state["backend"] = "stack"
             block = index_state(tmp / "index", state, analysis=stack_analysis,  # type: ignore[arg-type]

@@ -73,7 +73,8 @@ def state_store(state_dir: Path, engine: StoreEngine, meetings: Sequence[Meeting
 
 
 def warm_cache(meetings: Sequence[Meeting], embedders: Mapping[str, Embedder], cache: str, *,
-               policy: ChunkingPolicy, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+               policy: ChunkingPolicy, progress: Callable[[str, int, int], None] | None = None,
+               team: tuple[str | None, str | None] = (None, None)) -> dict[str, Any]:
     """Encode every embedding text of ``meetings`` the cache lacks, here, in one batch-independent pass
     per model (what the in-process builder does), so the tasks find them all. Returns the texts found
     cached and the texts encoded."""
@@ -85,15 +86,18 @@ def warm_cache(meetings: Sequence[Meeting], embedders: Mapping[str, Embedder], c
         for meeting in meetings:
             texts.setdefault(id(embedder), []).extend(
                 embedding_text(d, mode) for d in meeting_documents(meeting, policy))  # type: ignore[arg-type]
-    hits = encoded = 0
+    hits = encoded = from_team = 0
+    vectors = []
     for key, embedder in {id(e): e for e in embedders.values()}.items():
-        wrapper = cached(embedder, cache)
-        before = (wrapper.hits, wrapper.encoded)
+        wrapper = cached(embedder, cache, team)
+        before = (wrapper.hits, wrapper.encoded, wrapper.from_shared)
         wrapper.prepare(texts[key], (lambda done, total: progress("embedding cache warm-up", done, total))
                         if progress else None)
         hits += wrapper.hits - before[0]
         encoded += wrapper.encoded - before[1]
-    return {"hits": hits, "encoded": encoded}
+        from_team += wrapper.from_shared - before[2]
+        vectors.append(wrapper.provenance())
+    return {"hits": hits, "encoded": encoded, "from_team": from_team, "vectors": vectors}
 
 
 def task_cache_counts(results: Sequence[Mapping[str, Any]]) -> dict[str, int]:
@@ -107,7 +111,8 @@ def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: M
                       policy: ChunkingPolicy, dispatch: Dispatch, store_engine: StoreEngine,
                       pg_schema: str | None = None, endpoints: Endpoints = NO_ENDPOINTS, shards: str | None = None,
                       progress: Callable[[str, int, int], None] | None = None,
-                      embedding_cache: Path | None = None) -> dict[str, Any]:
+                      embedding_cache: Path | None = None,
+                      team: tuple[str | None, str | None] = (None, None)) -> dict[str, Any]:
     """Index a state through the tasks: snapshot, index_file per file, sweep, assemble shards.
 
     With ``embedding_cache`` (a folder every task's process sees at the same path: on Kubernetes a
@@ -134,12 +139,14 @@ def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: M
     sink = ShardSink(location, endpoints.s3_endpoint)
     sink.clear()  # shards a failed earlier run left behind are never assembled into this one
     cache = str(Path(embedding_cache).resolve()) if embedding_cache is not None else None
-    warmed = warm_cache(meetings, by_mode, cache, policy=policy, progress=progress) if cache else None
+    warmed = warm_cache(meetings, by_mode, cache, policy=policy, progress=progress, team=team) if cache else None
+    if warmed is not None and warmed["vectors"] and warmed["vectors"][0]["team_cache_unreachable"]:
+        team = (None, None)  # the warm-up fell back to this machine's own cache: so do the tasks
     request = ReindexRequest(store=state_store(state_dir, store_engine, meetings, schema=pg_schema,
                                                endpoints=endpoints),
                              sink=SinkSpec("embedded", location), embedding=specs,
                              max_words=policy.max_words, files=tuple(sorted(m.file_uuid for m in meetings)),
-                             embedding_cache=cache)
+                             embedding_cache=cache, team_cache=team[0], team_cache_endpoint=team[1])
     if dispatch == "eager":
         report = run_eager(request, by_mode, progress=progress, endpoints=endpoints)
     else:
@@ -156,12 +163,16 @@ def build_state_index(state_dir: Path, meetings: Sequence[Meeting], embedders: M
                                                    for r in report.results})],
         "per_file": [{k: r.get(k) for k in ("file_uuid", "segments", "documents", "chunk_documents",
                                             "digest_documents", "sha256")} for r in report.results],
-        "embedding_cache": None if cache is None else {"root": cache, "warm_up": warmed,
+        "embedding_cache": None if cache is None else {"root": cache,
+                                                       "warm_up": {k: warmed[k] for k in ("hits", "encoded")}
+                                                       if warmed else None,
+                                                       "vectors": warmed["vectors"] if warmed else None,
                                                        "tasks": task_cache_counts(report.results)},
     }
     if cache is not None and warmed is not None:
         tasks = task_cache_counts(report.results)
-        print(f"  embedding cache {cache}: warm-up {warmed['hits']} texts cached, {warmed['encoded']} encoded; "
+        print(f"  embedding cache {cache}: warm-up {warmed['hits']} texts cached, {warmed['from_team']} from the "
+              f"team's, {warmed['encoded']} encoded; "
               f"the tasks {tasks['hits']} read from it, {tasks['encoded']} encoded", file=sys.stderr)
     (state_dir / "ingest.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return meta

@@ -50,6 +50,7 @@ from harness.index.ingest.messages import (
 )
 from harness.index.ingest.sinks import DocumentSink, open_sink
 from harness.index.sentences import SPLITTER_IDENTITY
+from harness.index.teamcache import caching
 from harness.model import Meeting
 from harness.store import Segment
 
@@ -73,7 +74,7 @@ def worker_identity() -> dict[str, Any]:
 
 
 @lru_cache(maxsize=4)
-def embedder_for(spec: str, cache: str | None = None) -> Embedder:
+def embedder_for(spec: str, cache: str | None = None, team: tuple[str | None, str | None] = (None, None)) -> Embedder:
     """One loaded model per spec per process (a worker loads it at its first file).
 
     Uncached, a task encodes one file per call with sentence-transformers' own batches
@@ -84,18 +85,19 @@ def embedder_for(spec: str, cache: str | None = None) -> Embedder:
     harness.state.ingest) encoded it, so a warm cache encodes nothing."""
     if cache is None:
         return SentenceTransformerEmbedder(spec, batching=None)
-    return cached(SentenceTransformerEmbedder(spec), cache)
+    return cached(SentenceTransformerEmbedder(spec), cache, team)
 
 
-_CACHED: dict[tuple[int, str], CachingEmbedder] = {}
+_CACHED: dict[tuple[int, str, str | None, str | None], CachingEmbedder] = {}
 
 
-def cached(embedder: Embedder, cache: str) -> CachingEmbedder:
-    """``embedder`` behind the embedding cache at ``cache``: one wrapper per (model object, cache) in a
-    process, so a worker lists and verifies the cache's shards once, not per file."""
-    key = (id(embedder), cache)
+def cached(embedder: Embedder, cache: str, team: tuple[str | None, str | None] = (None, None)) -> CachingEmbedder:
+    """``embedder`` behind the embedding cache at ``cache`` (and the team's tier ``team``: spec, endpoint, as
+    harness.index.teamcache.SharedTier.from_spec takes them): one wrapper per (model object, cache, tier) in
+    a process, so a worker lists and verifies the cache's shards once, not per file."""
+    key = (id(embedder), cache, *team)
     if key not in _CACHED:
-        _CACHED[key] = CachingEmbedder(embedder, Path(cache))
+        _CACHED[key] = caching(embedder, Path(cache), team)
     return _CACHED[key]
 
 
@@ -153,8 +155,9 @@ def index_file(job: IndexFileJob, ledger: Ledger, embedders: Mapping[str, Embedd
         meeting = meeting_from_segments(job.header, segments)
         docs = meeting_documents(meeting, policy, digests=request.digests)
         cache = request.embedding_cache
-        resolved = {mode: (embedder_for(spec, cache) if embedders is None
-                           else cached(embedders[mode], cache) if cache else embedders[mode])
+        team = (request.team_cache, request.team_cache_endpoint)
+        resolved = {mode: (embedder_for(spec, cache, team) if embedders is None
+                           else cached(embedders[mode], cache, team) if cache else embedders[mode])
                     for mode, spec in sorted(request.embedding.items())}
         texts = {mode: [embedding_text(d, mode) for d in docs] for mode in resolved}  # type: ignore[arg-type]
         before = {id(e): e.encoded for e in resolved.values() if isinstance(e, CachingEmbedder)}

@@ -97,6 +97,9 @@ class ReindexRequest:
     # workers share: a volume in their pods). Set, the tasks encode batch-independently and only the
     # texts the cache lacks; None, sentence-transformers' encode(), uncached.
     embedding_cache: str | None = None
+    # the team's tier behind it (harness.index.teamcache): its spec and endpoint, as every task reaches it
+    team_cache: str | None = None
+    team_cache_endpoint: str | None = None
 
     def policy(self) -> ChunkingPolicy:
         return ChunkingPolicy(max_words=self.max_words)
@@ -105,7 +108,8 @@ class ReindexRequest:
         return {"store": asdict(self.store), "sink": asdict(self.sink), "embedding": dict(self.embedding),
                 "max_words": self.max_words, "digests": self.digests,
                 "files": None if self.files is None else list(self.files), "queues": dict(self.queues),
-                "embedding_cache": self.embedding_cache}
+                "embedding_cache": self.embedding_cache, "team_cache": self.team_cache,
+                "team_cache_endpoint": self.team_cache_endpoint}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReindexRequest:
@@ -113,7 +117,8 @@ class ReindexRequest:
         return cls(store=StoreSpec(**data["store"]), sink=SinkSpec(**data["sink"]),
                    embedding=dict(data["embedding"]), max_words=int(data["max_words"]), digests=bool(data["digests"]),
                    files=None if files is None else tuple(files), queues=dict(data["queues"]),
-                   embedding_cache=data.get("embedding_cache"))
+                   embedding_cache=data.get("embedding_cache"), team_cache=data.get("team_cache"),
+                   team_cache_endpoint=data.get("team_cache_endpoint"))
 
 
 @dataclass(frozen=True)
