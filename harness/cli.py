@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "synth": "harness.commands.synth",
     "score": "harness.commands.score",
     "state": "harness.commands.state",
+    "cache": "harness.commands.cache",
     "bench": "harness.commands.bench",
     "sweep": "harness.commands.sweep",
     "agreement": "harness.commands.agreement",

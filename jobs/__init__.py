@@ -62,4 +62,8 @@ def _run_task(job: str, argv: Sequence[str] | None) -> int:
     if task.job != job:
         raise UsageError(f"{args.task or 'RAGSWEEP_TASK'}: a {task.job} task is run by python -m jobs.{task.job}, "
                          f"not jobs.{job}")
-    return run_task(task, Services(opensearch_url=env.opensearch_url, pg_dsn=env.pg_dsn or ""))
+    from harness.retrieval.scorecache import cache_root
+
+    team = (env.team_cache, env.team_cache_endpoint or env.s3_endpoint or None)
+    return run_task(task, Services(opensearch_url=env.opensearch_url, pg_dsn=env.pg_dsn or "", team_cache=team,
+                                   embedding_cache=cache_root(env.embedding_cache)))

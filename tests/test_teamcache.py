@@ -12,6 +12,8 @@ import hashlib
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -278,3 +280,46 @@ def test_the_tier_on_the_stacks_s3_server(stack_tier: SharedTier, tmp_path: Path
     third_inner = PathEmbedder("AVX2")
     third = TeamCachingEmbedder(third_inner, tmp_path / "m3", stack_tier, piece=50)
     assert third.encode(texts).tobytes() == v1.tobytes() and third_inner.encoded == []
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGSWEEP_TEAM")}
+    return subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=Path(__file__).parent.parent)
+
+
+def test_cache_stats_and_verify(tmp_path: Path) -> None:
+    _build(tmp_path / "s1", tmp_path / "m1", "AVX512", tmp_path / "team")
+    _build(tmp_path / "s2", tmp_path / "m2", "AVX2", tmp_path / "team")
+    stats = _cli("cache", "stats", "--team-cache", str(tmp_path / "team"), "--state", str(tmp_path / "s2"), "--json")
+    assert stats.returncode == 0, stats.stderr
+    report = json.loads(stats.stdout)
+    (folder,) = report["folders"]
+    (state,) = report["states"]
+    assert folder["model"] == "team-fake@sha256:0001" and folder["texts"] == state["from_team"] > 0
+    assert state["team_hit_rate"] == 1.0 and state["encoded"] == 0
+    ok = _cli("cache", "verify", "--team-cache", str(tmp_path / "team"))
+    assert ok.returncode == 0 and f"verified {folder['entries']} entries: 0 bad" in ok.stdout
+    bad = _entries(tmp_path / "team")[0]
+    _corrupt(bad)
+    refused = _cli("cache", "verify", "--team-cache", str(tmp_path / "team"), "--set-aside")
+    assert refused.returncode == 5
+    (line,) = refused.stderr.strip().splitlines()
+    assert bad.stem in line and "moved to corrupt/" in line
+    assert not bad.exists() and _cli("cache", "verify", "--team-cache", str(tmp_path / "team")).returncode == 0
+    none = _cli("cache", "stats")
+    assert none.returncode == 2 and "no team cache named" in none.stderr
+
+
+def test_an_arm_process_encodes_its_queries_through_the_team_cache(tmp_path: Path) -> None:
+    from harness.sweep.runtask import Services, query_encoder
+
+    model = PathEmbedder("AVX2")
+    assert query_encoder(model, Services()) is model  # no team cache: the model itself, as before
+    assert query_encoder(model, Services(team_cache=(str(tmp_path / "team"), None))) is model  # no machine cache
+    first = query_encoder(PathEmbedder("AVX512"), Services(team_cache=(str(tmp_path / "team"), None),
+                                                           embedding_cache=tmp_path / "m1"))
+    second = query_encoder(model, Services(team_cache=(str(tmp_path / "team"), None), embedding_cache=tmp_path / "m2"))
+    assert isinstance(second, TeamCachingEmbedder) and second.inner is model
+    queries = ["what did the committee decide on 12 March 2024?", "who chaired the budget meeting?"]
+    assert first.encode(queries).tobytes() == second.encode(queries).tobytes() and model.encoded == []

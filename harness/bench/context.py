@@ -212,7 +212,8 @@ def open_context(state: State, config: BenchConfig, embedder: Embedder, *, opens
         query_vectors = embedder.encode([q.text for q in judged])
     if query_vectors is not None and not isinstance(embedder, TableEncoder):
         # the model is loaded to encode the queries: 8 documents encoded again must give their stored vectors
-        check_encodes_back(state.index, config.arm.embedding_text, embedder)
+        # with the model itself: a cache in front of it would give the stored vectors back
+        check_encodes_back(state.index, config.arm.embedding_text, getattr(embedder, "inner", embedder))
     context = ArmContext(state=state, corpora=corpora, search=search, opened=opened, index_block=index_block,
                          judgements=judgements, judged=judged, vectors=query_vectors, settings=config, legs=legs,
                          pg_dsn=pg_dsn, score_cache=score_cache)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,3 +168,60 @@ class SharedTier:
         """Move a refused entry to ``corrupt/``, so no later reader pays for it again."""
         self.store.put_bytes(f"corrupt/{folder}/{name}{SUFFIX}", data)
         self.store.delete(f"{folder}/{name}{SUFFIX}")
+
+
+def record_of(data: bytes) -> dict[str, Any] | None:
+    """An entry's record line, unchecked (what ``ragsweep cache stats`` counts); None when there is none."""
+    end = data.find(b"\n", len(MAGIC), len(MAGIC) + _MAX_RECORD)
+    if not data.startswith(MAGIC) or end < 0:
+        return None
+    try:
+        record = json.loads(data[len(MAGIC):end])
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def folders(tier: SharedTier) -> dict[str, dict[str, Any]]:
+    """Each contract folder of the tier: its model.json's contract (None when unreadable)."""
+    out: dict[str, dict[str, Any]] = {}
+    for key in tier.store.list(""):
+        folder, _, rest = key.partition("/")
+        if folder == "corrupt" or not rest:
+            continue
+        if folder not in out:
+            out[folder] = {"contract": None}
+        if rest == "model.json":
+            with suppress(ValueError, AttributeError):
+                out[folder]["contract"] = json.loads(tier.store.get_bytes(key)).get("contract")
+    return out
+
+
+def survey(tier: SharedTier, *, check: bool) -> list[dict[str, Any]]:
+    """Per contract folder: entries, texts, bytes, which numerical paths encoded them and, with ``check``,
+    the entries that fail :func:`unpack` (name and why). Every entry is read once."""
+    out = []
+    for folder, info in sorted(folders(tier).items()):
+        contract = info["contract"]
+        row: dict[str, Any] = {"folder": folder, "model": (contract or {}).get("identity"), "entries": 0,
+                               "texts": 0, "bytes": 0, "encoded_by": {}, "bad": []}
+        for name in tier.names(folder):
+            data = tier.get(folder, name)
+            if data is None:
+                continue
+            row["entries"] += 1
+            row["bytes"] += len(data)
+            record = record_of(data) or {}
+            rows = record.get("rows")
+            row["texts"] += rows if isinstance(rows, int) else 0
+            path = json.dumps(record.get("encoded_by"), sort_keys=True)
+            row["encoded_by"][path] = row["encoded_by"].get(path, 0) + (rows if isinstance(rows, int) else 0)
+            if check:
+                try:
+                    if not isinstance(contract, dict):
+                        raise BadEntry("its folder has no readable model.json")
+                    unpack(name, data, contract, int(contract.get("dimension", 0)))
+                except BadEntry as e:
+                    row["bad"].append({"entry": f"{folder}/{name}{SUFFIX}", "why": str(e)})
+        out.append(row)
+    return out

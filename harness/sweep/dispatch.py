@@ -13,7 +13,7 @@ from harness.sweep.shards import run_merge, run_shard
 from harness.sweep.task import Job, Task
 
 RUNNERS: dict[Job, Callable[[Task, Services], int]] = {
-    "arm": run_arms, "legs": lambda task, _services: run_legs(task), "scores": run_scores,
+    "arm": run_arms, "legs": run_legs, "scores": run_scores,
     "shard": run_shard, "merge": run_merge,
 }
 

@@ -39,6 +39,21 @@ class Services:
 
     opensearch_url: str = ""
     pg_dsn: str = ""
+    # the team's embedding cache (harness.index.teamcache: spec, endpoint) and the machine's cache it sits
+    # under: when both are set, the queries' vectors are the team's too, so two machines' arms score the same
+    # bits (docs/embedding-cache.md, "The team's cache")
+    team_cache: tuple[str | None, str | None] = (None, None)
+    embedding_cache: Path | None = None
+
+
+def query_encoder(embedder: Any, services: Services) -> Any:
+    """``embedder`` behind the team's cache when the process has one, else unchanged (a machine's queries
+    are encoded batch-independently: the same bits with or without its own cache)."""
+    if services.team_cache[0] is None or services.embedding_cache is None:
+        return embedder
+    from harness.index.teamcache import caching
+
+    return caching(embedder, services.embedding_cache, services.team_cache)
 
 
 def bench_config(task: Task, arm: Arm) -> Any:
@@ -73,8 +88,8 @@ def open_group(task: Task, store: Any, configs: list[Any], services: Services, *
         # process needs of it, to check the table and the index were made with it; nothing is loaded
         embedder = TableEncoder(identity=model_identity(DEFAULT_EMBEDDING_MODEL)[0], table=published)
     else:
-        embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL, backend=task.embedding_backend,
-                                               onnx_dir=task.onnx_cache)
+        embedder = query_encoder(SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL, backend=task.embedding_backend,
+                                                             onnx_dir=task.onnx_cache), services)
     if published is not None:
         ours = {"state": legs_identity(task.state, task.backend), "embedder": embedder.identity}
         theirs = {name: published.group.get(name) for name in ours}
@@ -274,7 +289,7 @@ def failed(store: Any, sweep_id: str, arm: Arm, digest: str, e: BaseException) -
 
 # --- legs and scores ---------------------------------------------------------------------------------
 
-def run_legs(task: Task) -> int:
+def run_legs(task: Task, services: Services) -> int:
     """Fetch the group's legs once and publish them at ``task.legs``; exits with the error's code when they
     cannot be fetched (the launcher then fails the group's arms, naming why)."""
     from harness.bench.config import BenchConfig, legs_key
@@ -302,8 +317,8 @@ def run_legs(task: Task) -> int:
     config = BenchConfig(arm=neutral, control_name=f"legs-{arms[0].name}", backend=task.backend)
     assert legs_key(neutral) == arm_legs_key(arms[0])
     state = State.open(task.state)
-    embedder = SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL, backend=task.embedding_backend,
-                                           onnx_dir=task.onnx_cache)
+    embedder = query_encoder(SentenceTransformerEmbedder(DEFAULT_EMBEDDING_MODEL, backend=task.embedding_backend,
+                                                         onnx_dir=task.onnx_cache), services)
     group = GroupRun.open(state, config, embedder, key=key)
     identity = legs_identity(task.state, task.backend)
     table = fetch_legs(group.context, config, {"state": identity, "embedder": embedder.identity,
