@@ -42,6 +42,12 @@ SWEEP_STATE = $(if $(filter embedding all,$(subst $(comma), ,$(ARMS))),$(BOTH_ST
 QMSUM_ONLY := $(VAR)/states/qmsum-only
 # The reranker every rerank arm of `make reproduction-full` uses (trained here: no package ships one).
 RERANKER_DIR ?= $(VAR)/rerankers/synth-train
+# The team's embedding cache (docs/embedding-cache.md, "The team's cache"): s3://BUCKET[/PREFIX] or a shared
+# folder, read before anything is encoded and filled with what is; off when empty (RAGSWEEP_TEAM_CACHE unless set).
+TEAM_CACHE ?=
+ifneq ($(TEAM_CACHE),)
+export RAGSWEEP_TEAM_CACHE := $(TEAM_CACHE)
+endif
 WITH_STACK_ENV := eval "$$(bash stack/env.sh)" &&
 
 .DEFAULT_GOAL := help
