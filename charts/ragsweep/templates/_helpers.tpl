@@ -300,6 +300,12 @@ seccompProfile:
 {{- if gt (int .Values.jobs.parallelism) 64 -}}
 {{- $problems = append $problems "jobs.parallelism: at most 64 Jobs at once (the launcher's watch and the API server's patience)" -}}
 {{- end -}}
+{{- $teamElsewhere := and .Values.embeddingCache.enabled .Values.embeddingCache.team.enabled .Values.embeddingCache.team.endpoint -}}
+{{- if and $teamElsewhere .Values.networkPolicy.enabled (not .Values.networkPolicy.teamCacheCIDRs) -}}
+{{- $problems = append $problems "networkPolicy.teamCacheCIDRs: required when embeddingCache.team.endpoint is set and networkPolicy.enabled (the address ranges of that endpoint; without them the injector and the embedding workers reach no team cache)" -}}
+{{- else if and .Values.networkPolicy.teamCacheCIDRs (not $teamElsewhere) -}}
+{{- $problems = append $problems "networkPolicy.teamCacheCIDRs: set only with embeddingCache.team.endpoint (and the cache and its team tier enabled); the release's own object store is reached as before" -}}
+{{- end -}}
 {{- if $problems -}}
 {{- fail (printf "\n\nragsweep: %d problem(s) with the values:\n  - %s\n" (len $problems) (join "\n  - " $problems)) -}}
 {{- end -}}
@@ -325,4 +331,33 @@ embedding workers see it at the same path, which the injector passes to the work
 {{- if .Values.embeddingCache.enabled }}
 - {name: embedding-cache, mountPath: {{ include "ragsweep.embeddingCache.path" . }}}
 {{- end }}
+{{- end -}}
+
+{{- /* The team's embedding cache under it (values.yaml, embeddingCache.team): its s3:// URL, empty when off
+(embeddingCache or team disabled); by default the release's object store at <url>/team-embeddings. */ -}}
+{{- define "ragsweep.embeddingCache.teamUrl" -}}
+{{- if and .Values.embeddingCache.enabled .Values.embeddingCache.team.enabled -}}
+{{- .Values.embeddingCache.team.url | default (printf "%s/team-embeddings" (include "ragsweep.objectStore.url" .)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* RAGSWEEP_TEAM_CACHE for the containers that encode (the injector's build-state, the embedding workers):
+the URL, with RAGSWEEP_TEAM_CACHE_ENDPOINT only for a bucket elsewhere (else the team tier uses
+RAGSWEEP_S3_ENDPOINT, which ragsweep.env.objectStore sets, with the key pair it reaches both with); off
+otherwise, so that no image default decides it. */}}
+{{- define "ragsweep.env.teamCache" -}}
+{{- $url := include "ragsweep.embeddingCache.teamUrl" . -}}
+- name: RAGSWEEP_TEAM_CACHE
+  value: {{ $url | default "off" | quote }}
+{{- if and $url .Values.embeddingCache.team.endpoint }}
+- name: RAGSWEEP_TEAM_CACHE_ENDPOINT
+  value: {{ .Values.embeddingCache.team.endpoint | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The TCP port of embeddingCache.team.endpoint: explicit in the URL, else 443 (https) or 80 (http). */}}
+{{- define "ragsweep.embeddingCache.teamPort" -}}
+{{- $url := urlParse .Values.embeddingCache.team.endpoint -}}
+{{- $port := regexFind ":[0-9]+$" $url.host | trimPrefix ":" -}}
+{{- if $port -}}{{- $port -}}{{- else if eq $url.scheme "http" -}}80{{- else -}}443{{- end -}}
 {{- end -}}
