@@ -83,14 +83,31 @@ def without_numerical_path(encoder: str) -> str:
 
 
 def numerical_path() -> dict[str, Any] | None:
-    """What decided the vectors' last bits in this process (torch's version, its CPU code path, its threads),
-    when torch is loaded: provenance (build.json, a team cache entry), never part of an identity. It cannot
-    see everything that decides them: which kernel the CPU vendor's library picks inside one capability."""
+    """What decided the vectors' last bits in this process, when torch is loaded: torch's version, the CPU
+    code path it chose (ATEN_CPU_CAPABILITY can lower it), its threads, the BLAS and oneDNN it was built
+    with, and the CPU's model (the BLAS picks its kernels by vendor and model inside one capability: two
+    AVX-512 machines of two vendors give other bits). Provenance (build.json, a team cache entry), never part
+    of an identity; ``unknown`` says what it cannot see."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
+    config = torch.__config__.show().splitlines()
+
+    def line(*marks: str) -> str | None:
+        return next((text.strip(" -") for text in config if any(m in text for m in marks)), None)
+
     return {"torch": str(torch.__version__), "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
-            "threads": int(torch.get_num_threads())}
+            "threads": int(torch.get_num_threads()), "blas": line("Math Kernel Library", "OpenBLAS"),
+            "onednn": line("MKL-DNN", "oneDNN"), "cpu_model": _cpu_model(),
+            "unknown": "the kernel the BLAS dispatches to inside one capability (by CPU vendor and model)"}
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return next((text.split(":", 1)[1].strip() for text in fh if text.startswith("model name")), None)
+    except OSError:
+        return None
 
 
 def _tokens(model: Any, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, Any]]:
