@@ -171,8 +171,14 @@ def run(args: argparse.Namespace) -> int:
     if args.compare:  # one measurement: a control of another state is refused before the arm runs (exit 5)
         check_compare(args.compare, measured(state.path, state.manifest))
     backend = getattr(args, "embedding_backend", None) or settings().embedding_backend
-    embedder = SentenceTransformerEmbedder(args.embedding_model, backend=backend,
-                                           onnx_dir=Path(settings().onnx_cache))
+    from harness.commands.state import team_cache_spec
+    from harness.index.teamcache import team_encoder
+    from harness.retrieval.scorecache import cache_root
+
+    # the queries' vectors through the team's embedding cache when one is set, as a sweep's arms encode them
+    embedder = team_encoder(SentenceTransformerEmbedder(args.embedding_model, backend=backend,
+                                                        onnx_dir=Path(settings().onnx_cache)),
+                            cache_root(settings().embedding_cache), team_cache_spec(None, settings()))
 
     def progress(done: int, total: int) -> None:
         if sys.stderr.isatty():

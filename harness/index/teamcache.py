@@ -50,6 +50,15 @@ def caching(inner: Embedder, root: Path, team: tuple[str | None, str | None] = (
     return CachingEmbedder(inner, root, **kwargs) if tier is None else TeamCachingEmbedder(inner, root, tier, **kwargs)
 
 
+def team_encoder(inner: Embedder, root: Path | None, team: tuple[str | None, str | None]) -> Embedder:
+    """What encodes queries: ``inner`` behind the team's cache when there is one (and a machine cache for its
+    mirror), so two machines' arms score the team's bits; else ``inner`` itself (a machine's queries are
+    encoded batch-independently: the same bits with or without its own cache)."""
+    if root is None or SharedTier.from_spec(*team) is None:
+        return inner
+    return caching(inner, root, team)
+
+
 class TeamCachingEmbedder(CachingEmbedder):
     """The machine's cache as a mirror of the team's tier (harness.index.embedcache.CachingEmbedder's protocol)."""
 

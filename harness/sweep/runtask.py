@@ -47,13 +47,10 @@ class Services:
 
 
 def query_encoder(embedder: Any, services: Services) -> Any:
-    """``embedder`` behind the team's cache when the process has one, else unchanged (a machine's queries
-    are encoded batch-independently: the same bits with or without its own cache)."""
-    if services.team_cache[0] is None or services.embedding_cache is None:
-        return embedder
-    from harness.index.teamcache import caching
+    """``embedder`` behind the team's cache when the process has one (harness.index.teamcache.team_encoder)."""
+    from harness.index.teamcache import team_encoder
 
-    return caching(embedder, services.embedding_cache, services.team_cache)
+    return team_encoder(embedder, services.embedding_cache, services.team_cache)
 
 
 def bench_config(task: Task, arm: Arm) -> Any:
