@@ -180,14 +180,19 @@ class CachingEmbedder:
         if missing:
             with self._lock():
                 missing = self._missing(wanted)  # another build may have added them meanwhile
-                ordered = sorted(missing.values())
-                done = 0
-                for part, vectors in encode_pieces(self.inner, ordered, self.piece):
-                    self._commit(part, np.asarray(vectors, dtype="<f4"))
-                    done += len(part)
-                    if progress:
-                        progress(done, len(ordered))
+                self._encode(missing, progress, self._commit)
         return missing
+
+    def _encode(self, missing: dict[bytes, str], progress: Progress | None,
+                keep: Callable[[list[str], np.ndarray], None]) -> None:
+        """Encode the missing texts sorted, a piece at a time, each piece handed to ``keep`` as it comes."""
+        ordered = sorted(missing.values())
+        done = 0
+        for part, vectors in encode_pieces(self.inner, ordered, self.piece):
+            keep(part, np.asarray(vectors, dtype="<f4"))
+            done += len(part)
+            if progress:
+                progress(done, len(ordered))
 
     def lookup(self, texts: Sequence[str]) -> np.ndarray:
         """The cached vectors of ``texts`` (all of them must be cached), in order."""

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import StorageError
-from harness.index.embed import Embedder, check_encoded, encode_pieces
+from harness.index.embed import Embedder, check_encoded
 from harness.index.embedcache import (
     ENCODE_PIECE,
     CachingEmbedder,
@@ -104,13 +104,7 @@ class TeamCachingEmbedder(CachingEmbedder):
             with self._lock():
                 self._pull()  # another process of this machine may have mirrored them meanwhile
                 missing = self._missing(wanted)
-                ordered = sorted(missing.values())
-                done = 0
-                for part, vectors in encode_pieces(self.inner, ordered, self.piece):
-                    self._publish(part, np.asarray(vectors, dtype="<f4"))
-                    done += len(part)
-                    if progress:
-                        progress(done, len(ordered))
+                self._encode(missing, progress, self._publish)
                 self._reindex()  # entries answer in name order, as on every machine that sees the same entries
         return missing, pulled
 
