@@ -22,7 +22,7 @@ import pytest
 from harness.commands.corpus import read_corpus
 from harness.errors import StorageError
 from harness.index.embedcache import CachingEmbedder, contract_key, model_key
-from harness.index.encoder import without_numerical_path
+from harness.index.encoder import numerical_path, without_numerical_path
 from harness.index.teamcache import TeamCachingEmbedder
 from harness.index.teamtier import BadEntry, SharedTier, pack, unpack
 from harness.objectstore import LocalFolderStore
@@ -92,8 +92,8 @@ def test_a_second_machine_encodes_nothing_and_gets_the_first_machines_bytes(tmp_
     v2 = second.encode(texts)
     assert inner.encoded == [] and (second.encoded, second.from_shared, second.hits) == (0, 300, 0)
     assert v1.tobytes() == v2.tobytes()
-    assert second.provenance()["encoded_by"] == [
-        {"numerical_path": None, "texts": 300}]  # torch is not loaded in this test: the path is unknown
+    # the first machine's numerical path, as this process records it (None unless torch is loaded here)
+    assert second.provenance()["encoded_by"] == [{"numerical_path": numerical_path(), "texts": 300}]
 
     again = TeamCachingEmbedder(PathEmbedder("AVX2"), tmp_path / "m2", _tier(tmp_path / "team"), piece=64)
     assert again.encode(texts).tobytes() == v1.tobytes() and (again.hits, again.from_shared) == (300, 0)
