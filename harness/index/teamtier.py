@@ -80,10 +80,8 @@ def pack(contract: Mapping[str, Any], keys: bytes, vectors: bytes, dimension: in
     return entry_name(keys), MAGIC + line + keys + vectors
 
 
-def unpack(name: str, data: bytes, contract: Mapping[str, Any], dimension: int) -> Entry:
-    """The entry ``name`` holds, once every check passes; :class:`BadEntry` naming the first that fails."""
-    from harness.index.embed import bad_rows
-
+def _split(data: bytes) -> tuple[dict[str, Any], bytes]:
+    """An entry's record (its schema checked) and the bytes after it; :class:`BadEntry` when there is none."""
     if not data.startswith(MAGIC):
         raise BadEntry(f"it does not start with {TEAM_SCHEMA!r}")
     end = data.find(b"\n", len(MAGIC), len(MAGIC) + _MAX_RECORD)
@@ -95,6 +93,14 @@ def unpack(name: str, data: bytes, contract: Mapping[str, Any], dimension: int) 
         raise BadEntry(f"its record is not JSON ({e})") from e
     if not isinstance(record, dict) or record.get("schema") != TEAM_SCHEMA:
         raise BadEntry("its record names another schema")
+    return record, data[end + 1:]
+
+
+def unpack(name: str, data: bytes, contract: Mapping[str, Any], dimension: int) -> Entry:
+    """The entry ``name`` holds, once every check passes; :class:`BadEntry` naming the first that fails."""
+    from harness.index.embed import bad_rows
+
+    record, body = _split(data)
     if record.get("contract") != dict(contract):
         raise BadEntry("its record names another model contract")
     rows = record.get("rows")
@@ -102,7 +108,6 @@ def unpack(name: str, data: bytes, contract: Mapping[str, Any], dimension: int) 
         raise BadEntry(f"its record's rows {rows!r} is not a positive integer")
     if record.get("dimension") != dimension or record.get("dtype") != "<f4":
         raise BadEntry(f"dimension {record.get('dimension')!r} dtype {record.get('dtype')!r}, expected {dimension} <f4")
-    body = data[end + 1:]
     want = rows * KEY_BYTES + rows * dimension * 4
     if len(body) != want:
         raise BadEntry(f"{len(body)} bytes after its record, {rows} rows need {want} (truncated or padded)")
@@ -171,15 +176,11 @@ class SharedTier:
 
 
 def record_of(data: bytes) -> dict[str, Any] | None:
-    """An entry's record line, unchecked (what ``ragsweep cache stats`` counts); None when there is none."""
-    end = data.find(b"\n", len(MAGIC), len(MAGIC) + _MAX_RECORD)
-    if not data.startswith(MAGIC) or end < 0:
-        return None
+    """An entry's record, its contents unchecked (what ``ragsweep cache stats`` counts); None when there is none."""
     try:
-        record = json.loads(data[len(MAGIC):end])
-    except (ValueError, UnicodeDecodeError):
+        return _split(data)[0]
+    except BadEntry:
         return None
-    return record if isinstance(record, dict) else None
 
 
 def folders(tier: SharedTier) -> dict[str, dict[str, Any]]:
